@@ -1,0 +1,3 @@
+from logmine.cli import app
+
+app()

@@ -1,0 +1,110 @@
+"""The ``logmine`` command line: thin typer commands over the library.
+
+Each command parses its flags into the stage's config dataclass and calls one library function.
+Library errors become one line ``Error: …`` on stderr and exit code 1; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+from logmine import __version__
+from logmine.ingest import IngestConfig, NothingToIngest, StoreError, ingest
+from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
+
+app = typer.Typer(
+    name="logmine",
+    help="Turn Codex CLI session logs into verified training data: ingest → segment → verify → export → train.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DEMO_HOME = Path(__file__).parent / "demo" / "codex-home"
+StoreOpt = Annotated[
+    Path,
+    typer.Option("--store", envvar="LOGMINE_STORE", help="Store directory (Parquet tables + catalog.duckdb)."),
+]
+
+
+def fail(message: str, hint: str | None = None) -> None:
+    err.print(f"[bold red]Error:[/] {message}" + (f" [dim]({hint})[/]" if hint else ""), highlight=False)
+    raise typer.Exit(1)
+
+
+@app.callback(invoke_without_command=True)
+def main(version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False) -> None:
+    if version:
+        out.print(f"logmine {__version__}")
+        raise typer.Exit()
+
+
+@app.command("ingest")
+def ingest_cmd(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Session files or directories (recursive). Default: $CODEX_HOME (else ~/.codex): "
+             "sessions/, archived_sessions/, history.jsonl.", show_default=False)] = None,
+    store: StoreOpt = Path("logmine-store"),
+    demo: Annotated[bool, typer.Option("--demo", help="Ingest the small demo corpus shipped with logmine.")] = False,
+    max_line_mb: Annotated[int, typer.Option(help="Quarantine lines longer than this many MiB.", min=1)] = 32,
+    batch_mb: Annotated[int, typer.Option(help="Commit to the store after about this many MiB of input.", min=1)] = 64,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Read Codex session logs, redact secrets, write canonical tables to the store.
+
+    Incremental: files already ingested are skipped, grown files are read from where the last run
+    stopped, rewritten files are replaced. Bad lines are quarantined with a reason.
+    """
+    inputs = tuple(paths or ())
+    if demo:
+        inputs = (DEMO_HOME / "sessions", DEMO_HOME / "history.jsonl")
+    missing = [p for p in inputs if not os.path.lexists(p)]
+    if missing:
+        fail(f"no such file or directory: {missing[0]}")
+    config = IngestConfig(paths=inputs, store=store, max_line_bytes=max_line_mb << 20, batch_bytes=batch_mb << 20)
+    show = not quiet and not as_json and err.is_terminal
+    progress = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                        TimeRemainingColumn(), console=err, disable=not show, transient=True)
+    task = progress.add_task("ingest", total=None)
+    try:
+        with progress:
+            summary = ingest(config, total_cb=lambda n: progress.update(task, total=n),
+                             progress=lambda n, _path: progress.advance(task, n))
+    except NothingToIngest as exc:
+        fail(str(exc), "pass session files or directories, or --demo")
+    except StoreError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print_json(json.dumps(summary_dict(summary, store)))
+    else:
+        render_summary(out, summary, store)
+    if not summary.readable:
+        fail(f"none of the {summary.files_seen} input files could be read", "see the bad files above")
+
+
+@app.command("stats")
+def stats_cmd(
+    store: StoreOpt = Path("logmine-store"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Table counts of a store by format and Codex CLI version."""
+    if not (store / "catalog.duckdb").exists():
+        fail(f"no logmine store at {store}", "run `logmine ingest` first or pass --store")
+    try:
+        counts = stats(store)
+    except StoreError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print_json(json.dumps(counts))
+    else:
+        render_stats(out, counts, store)

@@ -1,0 +1,6 @@
+"""Ingest stage: Codex session logs on disk → redacted canonical tables in a Parquet + DuckDB store."""
+
+from logmine.ingest.run import IngestConfig, IngestSummary, NothingToIngest, ingest
+from logmine.ingest.store import Store, StoreError
+
+__all__ = ["IngestConfig", "IngestSummary", "NothingToIngest", "Store", "StoreError", "ingest"]

@@ -1,0 +1,390 @@
+"""Map decoded Codex records (one JSON object each) to canonical ``events`` and ``sessions`` rows.
+
+One :class:`SessionMapper` serves one source file. It is fed records in file order and keeps the
+little state a record needs from earlier ones (session id, current turn, event counter); that state
+is a plain dataclass so an incremental run can resume a file where the previous run stopped.
+
+Shapes follow ``shared/reference/codex-format.md``: ResponseItems (§4.3) appear bare in G0/G1 and
+wrapped in G2; EventMsgs (§4.4), turn_context (§4.5) and compacted (§4.6) exist only in G2.
+A record whose fields have the wrong types raises :class:`RecordShapeError`; the caller quarantines
+that line and goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+import orjson
+
+from logmine.ingest.injected import injected_kind
+from logmine.ingest.records import empty_event
+from logmine.ingest.tools import duration_seconds, output_text, parse_output, patch_input, shell_call
+from logmine.patch import PatchError, parse_patch
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+_EVENT_KINDS = {
+    "user_message": "user_message",
+    "agent_message": "assistant_message",
+    "agent_reasoning": "reasoning",
+    "agent_reasoning_raw_content": "reasoning",
+    "token_count": "token_usage",
+    "turn_aborted": "aborted",
+    "context_compacted": "compaction",
+}
+
+
+class RecordShapeError(ValueError):
+    """A record is valid JSON but its fields do not have the types its kind requires."""
+
+
+@dataclass
+class FileState:
+    """What mapping a file's next record needs to know about the records before it."""
+
+    format: str
+    session_id: str | None = None
+    seq: int = 0
+    line_no: int = 0
+    turn_id: str | None = None
+    turn_n: int = 0
+    explicit_turns: bool = False  # the file names its turns (G2 >= ~0.10x); else they are counted
+    meta_seen: bool = False
+
+    def to_json(self) -> str:
+        return orjson.dumps(asdict(self)).decode()
+
+    @classmethod
+    def from_json(cls, text: str) -> FileState:
+        return cls(**orjson.loads(text))
+
+
+@dataclass
+class SessionMapper:
+    """Accumulates the rows produced by one file's records."""
+
+    source_path: str
+    state: FileState
+    file_gen: int
+    events: list[dict] = field(default_factory=list)
+    sessions: list[dict] = field(default_factory=list)
+
+    # -- entry points, one per on-disk generation ---------------------------------------------
+
+    def g2_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
+        """A typed-wrapper line ``{timestamp, type, payload}``."""
+        ctx = _Ctx(line_no, offset, _ts(obj.get("timestamp")), raw)
+        kind, payload = obj.get("type"), obj.get("payload")
+        if kind in ("session_meta", "response_item", "event_msg", "turn_context", "compacted"):
+            _require(isinstance(payload, dict), f"{kind} payload is not an object")
+        if kind == "session_meta":
+            self._session_meta(payload, ctx)
+        elif kind == "response_item":
+            self._track_turn(payload)
+            self._response_item(payload, ctx)
+        elif kind == "event_msg":
+            self._track_turn(payload)
+            self._event_msg(payload, ctx)
+        elif kind == "turn_context":
+            self._track_turn(payload)
+            model = payload.get("model")
+            self._emit(ctx, "turn_context", "turn_context", model=_str(model), workdir=_str(payload.get("cwd")))
+        elif kind == "compacted":
+            self._emit(ctx, "compaction", "compacted", text=_str(payload.get("message")))
+        elif kind == "token_usage_record":
+            self._emit(ctx, "token_usage", "token_usage_record")
+        else:
+            self._emit(ctx, "other", str(kind))
+
+    def g1_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
+        """A legacy JSONL line: the bare SessionMeta header, a bare ResponseItem or a state line."""
+        ctx = _Ctx(line_no, offset, None, raw)
+        record_type = obj.get("record_type")
+        if record_type in ("response", "event"):  # short-lived tagged draft of Sept 2025
+            payload = {k: v for k, v in obj.items() if k != "record_type"}
+            (self._response_item if record_type == "response" else self._event_msg)(payload, ctx)
+        elif record_type == "session_meta" or (not self.state.meta_seen and "type" not in obj and "id" in obj):
+            self._session_meta(obj, _Ctx(line_no, offset, _ts(obj.get("timestamp")), raw))
+        elif record_type is not None:
+            self._emit(ctx, "other", f"record_type/{record_type}")
+        else:
+            self._response_item(obj, ctx)
+
+    def g0_document(self, doc: dict, raw_items: list[str]) -> None:
+        """The TypeScript CLI's ``{session, items}`` file; items may be Responses or chat-style."""
+        session, items = doc.get("session"), doc.get("items")
+        _require(isinstance(session, dict) and isinstance(items, list), "G0 file lacks session/items")
+        self._session_meta(session, _Ctx(None, None, _ts(session.get("timestamp")), None))
+        for index, item in enumerate(items):
+            ctx = _Ctx(index + 1, None, None, raw_items[index])
+            _require(isinstance(item, dict), f"item {index} is not an object")
+            if "type" in item:
+                self._response_item(item, ctx)
+            else:
+                self._chat_message(item, ctx)
+
+    def history_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
+        """A ``history.jsonl`` prompt: ``{session_id, ts, text}``."""
+        _require(isinstance(obj.get("text"), str), "history entry without text")
+        _require(isinstance(obj.get("session_id"), str), "history entry without session_id")
+        ts = obj.get("ts")
+        when = datetime.fromtimestamp(ts, timezone.utc) if isinstance(ts, (int, float)) else None
+        ctx = _Ctx(line_no, offset, when, raw)
+        self._emit(ctx, "user_message", "history", session_id=_str(obj.get("session_id")), role="user",
+                   text=obj["text"], is_injected=False)
+
+    # -- record kinds -------------------------------------------------------------------------
+
+    def _session_meta(self, p: dict, ctx: _Ctx) -> None:
+        self._emit(ctx, "session_meta", "session_meta")
+        if self.state.meta_seen:  # resumed/forked files repeat it; the first one names the file
+            return
+        self.state.meta_seen = True
+        sid = _str(p.get("id")) or self.state.session_id
+        self.state.session_id = sid
+        for event in self.events:  # events before the header (rare) get the id too
+            event["session_id"] = event["session_id"] or sid
+        source, parent = _source(p.get("source"))
+        git = p.get("git") if isinstance(p.get("git"), dict) else {}
+        base = p.get("base_instructions")
+        instructions = p.get("instructions")
+        if instructions is None and isinstance(base, dict):
+            instructions = base.get("text")
+        self.sessions.append(
+            {
+                "session_id": sid,
+                "source_path": self.source_path,
+                "format": self.state.format,
+                "cli_version": _str(p.get("cli_version")),
+                "originator": _str(p.get("originator")),
+                "source": source,
+                "parent_session_id": parent or _str(p.get("parent_thread_id")),
+                "forked_from_id": _str(p.get("forked_from_id")),
+                "model": _str(p.get("model")),
+                "model_provider": _str(p.get("model_provider")),
+                "cwd": _str(p.get("cwd")),
+                "git_commit": _str(git.get("commit_hash")),
+                "git_branch": _str(git.get("branch")),
+                "git_repo_url": _str(git.get("repository_url")),
+                "started_at": _ts(p.get("timestamp")) or ctx.ts,
+                "instructions": _str(instructions),
+                "file_gen": self.file_gen,
+            }
+        )
+
+    def _response_item(self, p: dict, ctx: _Ctx) -> None:
+        kind = p.get("type")
+        rt = f"response_item/{kind}"
+        if kind == "message":
+            self._message(p.get("role"), _content_text(p.get("content")), ctx, rt)
+        elif kind == "reasoning":
+            text = _content_text(p.get("summary")) or _content_text(p.get("content"))
+            self._emit(ctx, "reasoning", rt, role="assistant", text=text)
+        elif kind in ("function_call", "custom_tool_call"):
+            self._tool_call(p, ctx, rt)
+        elif kind == "local_shell_call":
+            action = p.get("action") if isinstance(p.get("action"), dict) else {}
+            self._tool_call({"name": "local_shell", "call_id": p.get("call_id") or p.get("id"),
+                             "arguments": orjson.dumps(action).decode()}, ctx, rt)
+        elif kind in _OUTPUT_TYPES:
+            self._tool_output(p.get("call_id"), output_text(p.get("output")), ctx, rt)
+        elif kind == "web_search_call":
+            action = p.get("action")
+            self._emit(ctx, "tool_call", rt, role="assistant", tool_name="web_search", status=_str(p.get("status")),
+                       call_id=_str(p.get("call_id") or p.get("id")),
+                       arguments=None if action is None else orjson.dumps(action).decode())
+        elif kind in ("compaction", "compaction_summary"):
+            self._emit(ctx, "compaction", rt)
+        else:
+            self._emit(ctx, "other", rt)
+
+    def _event_msg(self, p: dict, ctx: _Ctx) -> None:
+        kind = p.get("type")
+        rt = f"event_msg/{kind}"
+        canonical = _EVENT_KINDS.get(kind)
+        if kind == "user_message":
+            text = _str(p.get("message"))
+            injected = injected_kind("user", text)
+            self._emit(ctx, "user_message", rt, role="user", text=text, is_injected=injected is not None,
+                       injected_kind=injected)
+        elif kind in ("agent_message", "agent_reasoning", "agent_reasoning_raw_content"):
+            self._emit(ctx, canonical, rt, role="assistant", text=_str(p.get("message", p.get("text"))))
+        elif kind == "turn_aborted":
+            self._emit(ctx, "aborted", rt, text=_str(p.get("reason")))
+        elif kind == "exec_command_end":
+            self._command_end(p, ctx, rt)
+        elif kind == "item_completed" and isinstance(p.get("item"), dict) \
+                and p["item"].get("type") == "CommandExecution":
+            self._command_end(dict(p["item"], call_id=p["item"].get("id")), ctx, f"{rt}/CommandExecution")
+        elif canonical:
+            self._emit(ctx, canonical, rt)
+        else:
+            self._emit(ctx, "other", rt)
+
+    def _message(self, role, text: str | None, ctx: _Ctx, rt: str) -> None:
+        injected = injected_kind(role, text)
+        if role == "user" and injected is None and not self.state.explicit_turns:
+            self.state.turn_n += 1
+            self.state.turn_id = f"{self.state.session_id or 'session'}:{self.state.turn_n}"
+        kind = "assistant_message" if role == "assistant" else "user_message"
+        self._emit(ctx, kind, rt, role=_str(role), text=text, is_injected=injected is not None,
+                   injected_kind=injected)
+
+    def _tool_call(self, p: dict, ctx: _Ctx, rt: str) -> None:
+        name = _str(p.get("name")) or ""
+        raw_input = p.get("input") if isinstance(p.get("input"), str) else None
+        arguments = raw_input if raw_input is not None else _str(p.get("arguments"))
+        args, status = _parse_arguments(arguments) if raw_input is None else ({}, None)
+        shell = shell_call(name, args)
+        command = shell.command if shell else None
+        call_id = _str(p.get("call_id")) or _str(p.get("id"))
+        patch = patch_input(name, args, raw_input, command)
+        ops = []
+        if patch is not None:
+            try:
+                ops = parse_patch(patch)
+            except PatchError as exc:
+                status = f"invalid patch: {exc}"
+        self._emit(ctx, "tool_call", rt, role="assistant", tool_name=name, call_id=call_id, arguments=arguments,
+                   command=command, workdir=shell.workdir if shell else None, status=status,
+                   exec_session_id=shell.exec_session_id if shell else None)
+        for op in ops:
+            self._emit(ctx, "patch", rt, role="assistant", tool_name="apply_patch", call_id=call_id, raw=None,
+                       patch_op=op.op, path=op.path, move_path=op.move_to,
+                       arguments=orjson.dumps(op.to_dict()).decode())
+
+    def _tool_output(self, call_id, text: str, ctx: _Ctx, rt: str) -> None:
+        out = parse_output(text)
+        self._emit(ctx, "tool_output", rt, role="tool", call_id=_str(call_id), text=out.body,
+                   exit_code=out.exit_code, duration_s=out.duration_s, exec_session_id=out.exec_session_id)
+
+    def _command_end(self, p: dict, ctx: _Ctx, rt: str) -> None:
+        argv = p.get("command")
+        command = shell_call("shell", {"command": argv}).command if argv is not None else None
+        exit_code = p.get("exit_code")
+        self._emit(ctx, "tool_output", rt, role="tool", call_id=_str(p.get("call_id")), command=command,
+                   text=_str(p.get("aggregated_output")), exit_code=exit_code if isinstance(exit_code, int) else None,
+                   duration_s=duration_seconds(p.get("duration")), status=_str(p.get("status")),
+                   exec_session_id=_str(p.get("process_id")))
+
+    def _chat_message(self, item: dict, ctx: _Ctx) -> None:
+        """Chat-completions-shaped items written by forked TypeScript CLIs."""
+        role = item.get("role")
+        if role == "tool":
+            self._tool_output(item.get("tool_call_id"), output_text(item.get("content")), ctx, "chat/tool")
+            return
+        if role == "assistant" and item.get("reasoning"):
+            self._emit(ctx, "reasoning", "chat/reasoning", role="assistant", text=_str(item.get("reasoning")))
+        text = _content_text(item.get("content"))
+        if text or role != "assistant":
+            self._message(role, text, ctx, "chat/message")
+        for call in item.get("tool_calls") or []:
+            _require(isinstance(call, dict), "tool_calls entry is not an object")
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            self._tool_call({"name": fn.get("name"), "arguments": fn.get("arguments"), "call_id": call.get("id")},
+                            ctx, "chat/tool_call")
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _track_turn(self, p: dict) -> None:
+        turn_id = p.get("turn_id")
+        if turn_id is None:
+            meta = p.get("internal_chat_message_metadata_passthrough")
+            turn_id = meta.get("turn_id") if isinstance(meta, dict) else None
+        if isinstance(turn_id, str) and turn_id:
+            self.state.explicit_turns = True
+            self.state.turn_id = turn_id
+
+    def _emit(self, ctx: _Ctx, kind: str, record_type: str, **fields) -> None:
+        row = empty_event(
+            session_id=self.state.session_id, seq=self.state.seq, line_no=ctx.line_no, byte_offset=ctx.offset,
+            ts=ctx.ts, turn_id=self.state.turn_id, kind=kind, record_type=record_type,
+            source_path=self.source_path, format=self.state.format, raw=ctx.raw, file_gen=self.file_gen,
+        )
+        row.update(fields)
+        if row["is_injected"] is None:
+            row["is_injected"] = False
+        self.state.seq += 1
+        ctx.raw = None  # a line's raw text is stored once, on its first event
+        self.events.append(row)
+
+
+@dataclass
+class _Ctx:
+    line_no: int | None
+    offset: int | None
+    ts: datetime | None
+    raw: str | None
+
+
+def session_id_from_path(path: str) -> str:
+    """Rollout file names end in the session's UUID (``rollout-<time>-<uuid>.jsonl``); a file named
+    otherwise gets a stable id derived from its path until its header names the session."""
+    found = _UUID.findall(path.rsplit("/", 1)[-1])
+    return found[-1] if found else "file-" + hashlib.sha1(path.encode()).hexdigest()[:16]
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise RecordShapeError(message)
+
+
+def _str(value) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def _ts(value) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _content_text(content) -> str | None:
+    """Text of a content list (input_text/output_text/summary_text/...), or a plain string."""
+    if content is None or isinstance(content, str):
+        return content
+    _require(isinstance(content, list), "content is neither a list nor a string")
+    parts = []
+    for item in content:
+        if isinstance(item, dict):
+            text = item.get("text")
+            parts.append(text if isinstance(text, str) else f"[{item.get('type', 'item')}]")
+        elif isinstance(item, str):
+            parts.append(item)
+    return "\n".join(parts)
+
+
+def _parse_arguments(arguments: str | None) -> tuple[dict, str | None]:
+    if not arguments:
+        return {}, None
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {}, "arguments are not valid JSON"
+    return (args, None) if isinstance(args, dict) else ({}, "arguments are not a JSON object")
+
+
+def _source(value) -> tuple[str | None, str | None]:
+    """``"cli"`` / ``{"subagent": "review"}`` / ``{"subagent": {"thread_spawn": {...}}}`` -> (label, parent)."""
+    if value is None or isinstance(value, str):
+        return value, None
+    if isinstance(value, dict) and "subagent" in value:
+        sub = value["subagent"]
+        if isinstance(sub, str):
+            return f"subagent:{sub}", None
+        if isinstance(sub, dict) and sub:
+            name, detail = next(iter(sub.items()))
+            parent = detail.get("parent_thread_id") if isinstance(detail, dict) else None
+            return f"subagent:{name}", _str(parent)
+    return _str(value), None

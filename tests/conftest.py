@@ -1,0 +1,31 @@
+"""Shared test helpers: the fixture corpus and a catalog query helper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from logmine.ingest import IngestConfig, ingest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def query(store: Path, sql: str, params=None) -> list[dict]:
+    """Rows of ``sql`` against the store's catalog, as dicts."""
+    con = duckdb.connect(str(store / "catalog.duckdb"), read_only=True)
+    try:
+        cur = con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="session")
+def fixture_store(tmp_path_factory) -> tuple[Path, object]:
+    """Every file under tests/fixtures ingested once into a fresh store."""
+    store = tmp_path_factory.mktemp("fixtures") / "store"
+    summary = ingest(IngestConfig(paths=(FIXTURES / "codex-public", FIXTURES / "codex-generated"), store=store))
+    return store, summary

@@ -1,0 +1,105 @@
+"""Incremental, idempotent and crash-safe ingest."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import FIXTURES, query
+from logmine.ingest import IngestConfig, ingest
+
+SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
+COLUMNS = "* EXCLUDE (file_gen)"
+
+
+def _ingest(store: Path, *paths: Path):
+    return ingest(IngestConfig(paths=paths, store=store))
+
+
+def _events(store: Path, path: Path | None = None) -> list[dict]:
+    where, params = ("WHERE source_path = ?", [str(path)]) if path else ("", [])
+    return query(store, f"SELECT {COLUMNS} FROM events {where} ORDER BY source_path, seq", params)
+
+
+def _parts(store: Path) -> list[str]:
+    return sorted(p.name for p in store.rglob("part-*.parquet"))
+
+
+def test_rerun_on_unchanged_input_adds_nothing(tmp_path):
+    store = tmp_path / "store"
+    first = _ingest(store, FIXTURES)
+    before, parts = _events(store), _parts(store)
+    second = _ingest(store, FIXTURES)
+    assert second.events == second.sessions == second.quarantined == 0
+    assert second.changes["unchanged"] == first.files_seen
+    assert _events(store) == before and _parts(store) == parts
+
+
+def test_growing_file_reads_only_new_complete_lines(tmp_path):
+    live = tmp_path / "live" / SESSION.name
+    live.parent.mkdir()
+    data = SESSION.read_bytes()
+    cuts = [len(data) // 5, len(data) // 2, len(data) - 7, len(data)]  # most cuts fall inside a line
+    store = tmp_path / "store"
+    seen = 0
+    for cut in cuts:
+        live.write_bytes(data[:cut])
+        summary = _ingest(store, live.parent)
+        assert summary.quarantined == 0
+        complete = data[:cut].count(b"\n")
+        assert query(store, "SELECT max(line_no) AS n FROM events")[0]["n"] in (complete, complete + 1)
+        seen += summary.events
+    _ingest(tmp_path / "clean", SESSION)
+    clean = _events(tmp_path / "clean")
+    grown = _events(store)
+    assert seen == len(grown) == len(clean)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "source_path"} for r in rows]  # noqa: E731
+    assert strip(grown) == strip(clean)
+
+
+def test_rewritten_file_replaces_its_rows(tmp_path):
+    path = tmp_path / "in" / SESSION.name
+    path.parent.mkdir()
+    shutil.copy(SESSION, path)
+    store = tmp_path / "store"
+    _ingest(store, path.parent)
+    other = next((FIXTURES / "codex-generated/codex-0.90.0").glob("*.jsonl")).read_bytes()
+    path.write_bytes(other)  # same name, different content: a changed prefix
+    summary = _ingest(store, path.parent)
+    assert summary.changes["rewritten"] == 1
+    assert query(store, "SELECT cli_version FROM sessions") == [{"cli_version": "0.90.0"}]
+    assert len(_events(store)) == other.count(b"\n") + query(
+        store, "SELECT count(*) AS n FROM events WHERE raw IS NULL")[0]["n"]
+    assert len(_parts(store)) == 2  # the superseded parts were deleted (events, sessions)
+
+
+def _corpus(root: Path, copies: int) -> Path:
+    corpus = root / "corpus"
+    for i in range(copies):
+        shutil.copytree(FIXTURES, corpus / f"c{i:03d}")
+    return corpus
+
+
+def test_kill_9_then_rerun_equals_a_clean_run(tmp_path):
+    corpus = _corpus(tmp_path, 12)
+    clean = tmp_path / "clean"
+    _ingest(clean, corpus)
+    expected = _events(clean), query(clean, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
+    store = tmp_path / "store"
+    cmd = [sys.executable, "-m", "logmine", "ingest", str(corpus), "--store", str(store), "--batch-mb", "1", "-q"]
+    for delay in (0.5, 1.0, 1.5, 2.0, 3.0):
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    subprocess.run(cmd, check=True, capture_output=True)
+    got = _events(store), query(store, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
+    assert got == expected
+    assert not [p for p in store.rglob("*.tmp")]
+    registered = {r["path"] for r in query(store, "SELECT path FROM parts")}
+    assert set(_parts(store)) == registered  # no orphan part left behind
