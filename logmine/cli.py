@@ -13,6 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from logmine import __version__
@@ -37,7 +38,8 @@ StoreOpt = Annotated[
 
 
 def fail(message: str, hint: str | None = None) -> None:
-    err.print(f"[bold red]Error:[/] {message}" + (f" [dim]({hint})[/]" if hint else ""), highlight=False)
+    text = f"[bold red]Error:[/] {escape(message)}" + (f" [dim]({escape(hint)})[/]" if hint else "")
+    err.print(text, highlight=False, soft_wrap=True)
     raise typer.Exit(1)
 
 

@@ -25,6 +25,7 @@ from logmine.ingest.tools import duration_seconds, output_text, parse_output, pa
 from logmine.patch import PatchError, parse_patch
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _EVENT_KINDS = {
     "user_message": "user_message",
@@ -229,6 +230,9 @@ class SessionMapper:
         if role == "user" and injected is None and not self.state.explicit_turns:
             self.state.turn_n += 1
             self.state.turn_id = f"{self.state.session_id or 'session'}:{self.state.turn_n}"
+        if injected == "environment_context" and self.sessions and self.sessions[0]["cwd"] is None:
+            found = _CWD.search(text)  # G0/G1 headers lack cwd; the injected context names it
+            self.sessions[0]["cwd"] = found.group(1).strip() if found else None
         kind = "assistant_message" if role == "assistant" else "user_message"
         self._emit(ctx, kind, rt, role=_str(role), text=text, is_injected=injected is not None,
                    injected_kind=injected)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import duckdb
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from logmine.ingest.run import IngestSummary
@@ -63,10 +64,10 @@ def render_summary(console: Console, summary: IngestSummary, store: Path) -> Non
     table.add_row("store", str(store))
     console.print(table)
     for path, reason in summary.bad_files:
-        console.print(f"[yellow]bad file[/] {path}: {reason}", highlight=False)
+        console.print(f"[yellow]bad file[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True)
     for path, size in summary.pending:
-        console.print(f"[dim]waiting[/] {path}: last line incomplete ({size} bytes), read on the next run",
-                      highlight=False)
+        console.print(f"[dim]waiting[/] {escape(path)}: last line incomplete ({size} bytes), read on the next run",
+                      highlight=False, soft_wrap=True)
 
 
 def stats(store: Path) -> dict:

@@ -1,0 +1,353 @@
+"""End to end: the real Codex CLI (npm) -> session files -> logmine ingest -> catalog.
+
+A scripted Responses API (tests/e2e/codex_driver.py) makes the real CLI run the
+``fixadd_secrets`` scenario: a failing unittest fixed by apply_patch and rerun,
+then (``exec resume``) a second turn adding a function, a test file and deleting
+a scratch file, with FAKE secrets planted in a prompt, in a command's output and
+in a command's arguments.  What logmine ingested is compared with what the
+script made the CLI do.
+
+The CLI binaries are looked up at ``<repo>/.ci/codex/<version>/node_modules/.bin/codex``
+(``.ci/install-codex.sh`` installs them) or under ``$LOGMINE_CODEX_PREFIX/<version>/...``;
+a missing binary skips the test.  Run with ``pytest -m e2e tests/e2e``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import codex_driver as drv  # noqa: E402
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# at least two CLI generations: 0.45 (shell argv tool, apply_patch through the shell tool)
+# and >= 0.170 (unified exec_command, freeform apply_patch, paginated history)
+VERSIONS = ("0.45.0", "0.171.0")
+SCENARIO = "fixadd_secrets"
+REDACTED = re.compile(r"\[REDACTED:[^\]\s]*\]")
+PLACEHOLDER = re.compile(r"\$\{(FAKE_[A-Z0-9_]+)\}")
+
+
+def codex_bin_for(version: str) -> Path:
+    prefix = os.environ.get("LOGMINE_CODEX_PREFIX")
+    root = Path(prefix) if prefix else REPO_ROOT / ".ci" / "codex"
+    return root / version / "node_modules" / ".bin" / "codex"
+
+
+# --------------------------------------------------------------------------
+# fixtures: one CLI run and one ingest per version, shared by the tests below
+# --------------------------------------------------------------------------
+
+@dataclass
+class Generated:
+    version: str
+    run: drv.ScenarioRun
+    scenario: dict      # secrets filled in
+    template: dict      # with the ${FAKE_...} placeholders
+    secrets: dict[str, str]
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"codex-{v}")
+def generated(request, tmp_path_factory) -> Generated:
+    version = request.param
+    binary = codex_bin_for(version)
+    if not binary.exists():
+        pytest.skip(f"Codex CLI {version} not installed at {binary} "
+                    f"(run .ci/install-codex.sh or set LOGMINE_CODEX_PREFIX)")
+    for tool in ("node", "git"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"`{tool}` not on PATH; needed to run the Codex CLI {version}")
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"Codex CLI {version} at {binary} does not start: {e}")
+    if out.returncode != 0 or version not in out.stdout:
+        pytest.skip(f"Codex CLI at {binary} does not report version {version}: "
+                    f"rc={out.returncode} stdout={out.stdout!r} stderr={out.stderr[-500:]!r}")
+
+    secrets = drv.fake_secrets()
+    scenario, repo_files, template = drv.load_scenario(SCENARIO, secrets)
+    workdir = tmp_path_factory.mktemp(f"codex-{version}")
+    run = drv.run_scenario(binary, scenario, repo_files, workdir, turn_timeout_s=240)
+    return Generated(version, run, scenario, template, secrets)
+
+
+@dataclass
+class Ingested:
+    gen: Generated
+    store: Path
+    summary: Any
+    con: Any  # duckdb connection, read-only
+    session_id: str
+
+    def rows(self, sql: str, *params: Any) -> list[dict]:
+        cur = self.con.execute(sql, list(params))
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def context(self) -> str:
+        return f"\nsummary: {self.summary!r}\n{self.gen.run.log(3000)}"
+
+
+def _require_run(gen: Generated) -> None:
+    run = gen.run
+    if not run.ok or len(run.turns) != len(gen.scenario["turns"]):
+        pytest.fail(f"the Codex CLI {gen.version} did not complete the scenario\n{run.log()}",
+                    pytrace=False)
+    if not run.session_files:
+        pytest.fail(f"the Codex CLI {gen.version} wrote no session file\n{run.log()}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def ingested(generated: Generated, tmp_path_factory) -> Ingested:
+    _require_run(generated)
+    duckdb = pytest.importorskip("duckdb")
+    from logmine.ingest import IngestConfig, ingest  # a missing ingest is a failure, not a skip
+
+    store = tmp_path_factory.mktemp(f"store-{generated.version}") / "store"
+    summary = ingest(IngestConfig(paths=(generated.run.codex_home / "sessions",), store=store))
+    catalog = store / "catalog.duckdb"
+    assert catalog.exists(), f"ingest wrote no {catalog}; summary={summary!r}"
+    con = duckdb.connect(str(catalog), read_only=True)
+    sessions = con.execute("SELECT session_id FROM sessions").fetchall()
+    sid = sessions[0][0] if len(sessions) == 1 else None
+    ing = Ingested(generated, store, summary, con, sid)
+    yield ing
+    con.close()
+
+
+# --------------------------------------------------------------------------
+# expectations from the scenario
+# --------------------------------------------------------------------------
+
+def redacted_pattern(template_text: str) -> re.Pattern:
+    """A regex for a scenario text after redaction: each ${FAKE_...} becomes one
+    ``[REDACTED:...]``; the word the secret is glued to (``KEY=``) may have been
+    redacted with it, the rest of the text must be verbatim."""
+    parts = PLACEHOLDER.split(template_text)
+    literals = parts[0::2]
+    out: list[str] = []
+    for i, lit in enumerate(literals):
+        head, body, tail = "", lit, ""
+        if i > 0:  # follows a secret: its leading non-space run may be gone
+            m = re.match(r"\S*", body)
+            head, body = body[:m.end()], body[m.end():]
+        if i < len(literals) - 1:  # precedes a secret: its trailing non-space run may be gone
+            m = re.search(r"\S*\Z", body)
+            body, tail = body[:m.start()], body[m.start():]
+        if head:
+            out.append(f"(?:{re.escape(head)})?")
+        out.append(re.escape(body))
+        if tail:
+            out.append(f"(?:{re.escape(tail)})?")
+        if i < len(literals) - 1:
+            out.append(REDACTED.pattern)
+    return re.compile("".join(out), re.S)
+
+
+def _rel(path: str | None, repo: Path) -> str | None:
+    """A patch path as the scenario writes it (relative to the repo)."""
+    if path is None:
+        return None
+    for root in (str(repo), str(repo.resolve())):
+        if path.startswith(root + "/"):
+            return path[len(root) + 1:]
+    return PurePosixPath(path).as_posix()
+
+
+def _expected_calls(gen: Generated) -> list[dict]:
+    """The tool calls the mock issued, in order, joined with their scenario steps."""
+    forms = gen.run.tool_forms()
+    runs = drv.scenario_run_steps(gen.template)
+    n_patch = sum(1 for t in gen.template["turns"] for req in t["steps"] for st in req if "patch" in st)
+    assert [f["step"] for f in forms].count("run") == len(runs), f"mock/scenario mismatch: {forms}"
+    assert [f["step"] for f in forms].count("patch") == n_patch, f"mock/scenario mismatch: {forms}"
+    ri = iter(runs)
+    out = []
+    for f in forms:
+        if f["step"] == "run":
+            out.append({**f, **next(ri)})
+        else:
+            out.append(dict(f))
+    return out
+
+
+# --------------------------------------------------------------------------
+# the CLI really did it (no logmine involved)
+# --------------------------------------------------------------------------
+
+def test_cli_ran_the_scenario(generated: Generated):
+    gen, run = generated, generated.run
+    _require_run(gen)
+    assert run.version == gen.version, run.log()
+    assert run.session_id, f"no session id found in {run.session_files}\n{run.log()}"
+    # every request was scripted (none fell through to the closing message)
+    posts = [r for r in run.requests if "answered" in r]
+    per_turn = [len(t["steps"]) for t in gen.scenario["turns"]]
+    assert [sum(1 for r in posts if r["turn"] == k) for k in range(len(per_turn))] == per_turn, \
+        f"unexpected model requests per turn\n{run.log()}"
+    # the worked repo ends in the scripted state
+    calc = (run.repo / "calc.py").read_text()
+    assert "return a + b" in calc and "def sub(a, b)" in calc, calc
+    assert (run.repo / "test_sub.py").exists() and not (run.repo / "scratch.txt").exists()
+    # the planted secrets really are in the CLI's session files (so redaction is tested)
+    raw = "".join(p.read_text() for p in run.session_files)
+    for name in gen.template["secrets"]:
+        assert gen.secrets[name] in raw, \
+            f"{name} is not in the raw session files of {gen.version}; the redaction check would be vacuous"
+
+
+# --------------------------------------------------------------------------
+# what logmine ingested
+# --------------------------------------------------------------------------
+
+def test_session_row(ingested: Ingested):
+    gen, run = ingested.gen, ingested.gen.run
+    rows = ingested.rows("SELECT * FROM sessions")
+    assert len(rows) == 1, f"expected one session (resume appends to it), got {rows}{ingested.context()}"
+    s = rows[0]
+    assert s["session_id"] == run.session_id
+    assert s["cli_version"] == gen.version
+    assert s["format"] == "g2"  # both versions write typed-wrapper lines
+    assert s["originator"] == "codex_exec"
+    assert s["source"] == "exec"
+    assert s["model"] == gen.scenario["model"]
+    assert s["source_path"] and Path(s["source_path"]).name == run.session_files[0].name
+    assert s["cwd"] and s["cwd"].endswith(f"projects/{SCENARIO}"), s["cwd"]
+    assert s["git_commit"] == run.initial_commit
+    assert s["git_branch"] == run.branch
+    assert s["started_at"] is not None
+
+
+def test_nothing_quarantined(ingested: Ingested):
+    q = ingested.rows("SELECT source_path, line_no, reason, excerpt FROM quarantine")
+    assert q == [], f"quarantined lines: {json.dumps(q, default=str, indent=1)}"
+
+
+def test_user_prompts(ingested: Ingested):
+    got = [r["text"] for r in ingested.rows(
+        "SELECT text FROM events WHERE session_id = ? AND kind = 'user_message' AND NOT is_injected "
+        "AND record_type = 'response_item/message' ORDER BY seq", ingested.session_id)]
+    want = drv.scenario_prompts(ingested.gen.template)
+    assert len(got) == len(want), f"prompts: got {got!r}, want {want!r}"
+    for g, w in zip(got, want):
+        assert redacted_pattern(w).fullmatch(g or ""), f"prompt {g!r} does not match {w!r} (secrets redacted)"
+
+
+def _tool_calls(ingested: Ingested) -> list[dict]:
+    return ingested.rows(
+        "SELECT t.call_id, t.tool_name, t.command, t.exit_code, t.duration_s, t.has_output, "
+        "  (SELECT min(e.seq) FROM events e WHERE e.session_id = t.session_id AND e.call_id = t.call_id "
+        "   AND e.kind = 'tool_call') AS first_seq "
+        "FROM tool_calls t WHERE t.session_id = ? ORDER BY first_seq, t.call_id", ingested.session_id)
+
+
+def _patch_call_ids(ingested: Ingested) -> set[str]:
+    return {r["call_id"] for r in ingested.rows(
+        "SELECT DISTINCT call_id FROM events WHERE session_id = ? AND kind = 'patch'", ingested.session_id)}
+
+
+def test_tool_calls_match_the_script(ingested: Ingested):
+    calls = _tool_calls(ingested)
+    expected = _expected_calls(ingested.gen)
+    table = json.dumps(calls, default=str, indent=1)
+    assert [c["call_id"] for c in calls] == [e["call_id"] for e in expected], \
+        f"tool calls (call_id order) differ from the mock's: {table}\nwant {expected}{ingested.context()}"
+    missing = [c for c in calls if not c["has_output"]]
+    assert not missing, f"tool calls without output: {missing}"
+    patch_ids = _patch_call_ids(ingested)
+    for c, e in zip(calls, expected):
+        if e["step"] == "patch":
+            assert c["call_id"] in patch_ids, f"apply_patch call {c} has no patch events ({e['form']})"
+            assert c["exit_code"] in (0, None), c
+        else:
+            assert c["call_id"] not in patch_ids, f"shell call {c} has patch events"
+
+
+def test_shell_commands_and_exit_codes(ingested: Ingested):
+    patch_ids = _patch_call_ids(ingested)
+    shell = [c for c in _tool_calls(ingested) if c["command"] is not None and c["call_id"] not in patch_ids]
+    runs = drv.scenario_run_steps(ingested.gen.template)
+    got = [(c["command"], c["exit_code"]) for c in shell]
+    assert len(shell) == len(runs), f"shell commands: got {got}, want {[r['run'] for r in runs]}"
+    for c, r in zip(shell, runs):
+        assert redacted_pattern(r["run"]).fullmatch(c["command"]), \
+            f"command {c['command']!r} does not match {r['run']!r} (secrets redacted)"
+        assert c["exit_code"] == r["expect_exit"], f"exit code of {c['command']!r}: {c}"
+        assert c["duration_s"] is not None and c["duration_s"] >= 0, c
+    # the observed first test run failed, the later ones passed
+    assert [c["exit_code"] for c in shell][:2] == [1, 0]
+
+
+def test_patch_events(ingested: Ingested):
+    run = ingested.gen.run
+    rows = ingested.rows(
+        "SELECT call_id, patch_op, path, move_path, seq FROM events "
+        "WHERE session_id = ? AND kind = 'patch' ORDER BY seq", ingested.session_id)
+    patch_calls = [f["call_id"] for f in run.tool_forms() if f["step"] == "patch"]
+    want = [(patch_calls[o["call"]], o["op"], o["path"], o["move_path"])
+            for o in drv.scenario_patch_ops(ingested.gen.template)]
+    got = [(r["call_id"], r["patch_op"], _rel(r["path"], run.repo), _rel(r["move_path"], run.repo))
+           for r in rows]
+    # calls in order; the order of file operations inside one call is not part of the contract
+    def by_call(items):
+        order = list(dict.fromkeys(i[0] for i in items))
+        return [(cid, sorted(i[1:] for i in items if i[0] == cid)) for cid in order]
+    assert by_call(got) == by_call(want), f"patch events: got {got}, want {want}"
+
+
+def _cell_text(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, default=str)
+
+
+def test_secrets_redacted_everywhere(ingested: Ingested):
+    import pyarrow.parquet as pq
+
+    gen = ingested.gen
+    files = sorted(ingested.store.rglob("*.parquet"))
+    assert files, f"no parquet files under {ingested.store}"
+    needles = {}
+    for name in gen.template["secrets"]:
+        s = gen.secrets[name]
+        needles[name] = s
+        needles[name + " (random part)"] = s[-12:]
+    leaks = []
+    for f in files:
+        table = pq.read_table(f)
+        for col in table.column_names:
+            for i, v in enumerate(table.column(col).to_pylist()):
+                text = _cell_text(v)
+                for label, needle in needles.items():
+                    if needle in text:
+                        leaks.append(f"{f.relative_to(ingested.store)}:{col}[{i}] holds {label}")
+    assert not leaks, "planted fake secrets leaked into the store:\n" + "\n".join(leaks)
+
+    n = ingested.con.execute(
+        "SELECT count(*) FROM events WHERE session_id = ? AND (text LIKE '%[REDACTED:%' "
+        "OR command LIKE '%[REDACTED:%' OR arguments LIKE '%[REDACTED:%')", [ingested.session_id]).fetchone()[0]
+    assert n > 0, "no [REDACTED: placeholder in events"
+    # the secret printed by `cat deploy.env` is redacted in that call's output, the rest kept
+    cat = next(f["call_id"] for f in _expected_calls(gen) if f.get("run") == "cat deploy.env")
+    outs = [r["text"] or "" for r in ingested.rows(
+        "SELECT text FROM events WHERE session_id = ? AND kind = 'tool_output' AND call_id = ?",
+        ingested.session_id, cat)]
+    assert any("DEPLOY_HOST=deploy.example.invalid" in t and REDACTED.search(t) for t in outs), \
+        f"output of `cat deploy.env` lacks the redacted token: {outs!r}"

@@ -1,0 +1,104 @@
+"""The CLI end to end: help on every command, the demo, stats, and one-line errors."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import query
+from logmine.cli import app, ingest_cmd
+
+runner = CliRunner()
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"]])
+def test_help(command):
+    result = runner.invoke(app, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage: logmine" in result.output
+
+
+def test_demo_ingest_then_stats(tmp_path):
+    store = tmp_path / "store"
+    result = runner.invoke(app, ["ingest", "--demo", "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["quarantined_lines"] == 0 and summary["bad_files"] == []
+    assert summary["formats"] == {"g0": 1, "g1": 3, "g2": 5, "history": 1}
+    assert summary["sessions"] == 9
+    again = json.loads(runner.invoke(app, ["ingest", "--demo", "--store", str(store), "--json"]).output)
+    assert again["events"] == 0 and again["files"]["unchanged"] == 10
+    stats = json.loads(runner.invoke(app, ["stats", "--store", str(store), "--json"]).output)
+    versions = {row["cli_version"] for row in stats["by_version"]}
+    assert {"0.171.0", "0.90.0", "0.45.0", "0.34.0", "0.46.0"} <= versions
+    table = runner.invoke(app, ["stats", "--store", str(store)])
+    assert table.exit_code == 0 and "0.171.0" in table.output and "quarantined lines: 0" in table.output
+
+
+def test_summary_table(tmp_path):
+    result = runner.invoke(app, ["ingest", "--demo", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 0
+    for label in ("files", "sessions", "events", "quarantined lines", "redactions", "store"):
+        assert label in result.output
+
+
+def test_missing_input_is_a_one_line_error(tmp_path):
+    result = runner.invoke(app, ["ingest", str(tmp_path / "nope"), "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: no such file or directory: {tmp_path / 'nope'}"
+
+
+def test_no_session_files_is_an_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    result = runner.invoke(app, ["ingest", str(tmp_path / "empty"), "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1
+    assert result.output.strip() == (f"Error: no Codex session files under {tmp_path / 'empty'} "
+                                     "(pass session files or directories, or --demo)")
+
+
+def test_nothing_readable_exits_non_zero(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "dangling.jsonl").symlink_to(tmp_path / "missing")
+    result = runner.invoke(app, ["ingest", str(tmp_path / "in"), "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == \
+        "Error: none of the 1 input files could be read (see the bad files above)"
+
+
+def test_store_failure_is_a_one_line_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = runner.invoke(app, ["ingest", "--demo", "--store", str(blocker / "store")])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: cannot create store at {blocker / 'store'}: Not a directory"
+
+
+def test_stats_without_store(tmp_path):
+    result = runner.invoke(app, ["stats", "--store", str(tmp_path / "none")])
+    assert result.exit_code == 1
+    assert result.output.strip() == \
+        f"Error: no logmine store at {tmp_path / 'none'} (run `logmine ingest` first or pass --store)"
+
+
+def test_store_env_var_and_console_script(tmp_path):
+    env = {"LOGMINE_STORE": str(tmp_path / "env-store"), "PATH": str(Path(sys.executable).parent)}
+    done = subprocess.run([sys.executable, "-m", "logmine", "ingest", "--demo", "-q"], env=env,
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert query(tmp_path / "env-store", "SELECT count(*) AS n FROM sessions")[0]["n"] > 0
+
+
+def test_pipeline_defaults_match_the_flags():
+    config = tomllib.loads((ROOT / "pipelines/codex-default.toml").read_text())["ingest"]
+    params = inspect.signature(ingest_cmd).parameters
+    assert str(params["store"].default) == config["store"]
+    assert params["max_line_mb"].default == config["max_line_mb"]
+    assert params["batch_mb"].default == config["batch_mb"]

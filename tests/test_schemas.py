@@ -1,0 +1,49 @@
+"""JSON Schemas in schemas/ describe the tables exactly, and real rows validate against them."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import query
+from logmine.ingest.records import TABLES
+
+SCHEMAS = Path(__file__).parent.parent / "schemas"
+
+
+def _schema(name: str) -> dict:
+    return json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_schema_lists_exactly_the_columns(name):
+    schema = _schema(name)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert list(schema["properties"]) == TABLES[name].names
+
+
+@pytest.mark.parametrize("name", ["sessions", "events"])
+def test_ingested_rows_validate(fixture_store, name):
+    store, _ = fixture_store
+    validator = jsonschema.Draft202012Validator(_schema(name), format_checker=jsonschema.FormatChecker())
+    table = "_sessions_raw" if name == "sessions" else name
+    rows = query(store, f"SELECT * FROM {table}")
+    assert rows
+    for row in rows:
+        row = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+        validator.validate(row)
+
+
+def test_quarantine_rows_validate(tmp_path):
+    from logmine.ingest import IngestConfig, ingest
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"type":"response_item","payload":{}}\nnot json\n')
+    ingest(IngestConfig(paths=(bad,), store=tmp_path / "s"))
+    rows = query(tmp_path / "s", "SELECT * FROM quarantine")
+    assert len(rows) == 1
+    jsonschema.validate(rows[0], _schema("quarantine"))
