@@ -18,6 +18,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from logmine import __version__
 from logmine.ingest import IngestConfig, NothingToIngest, StoreError, ingest
+from logmine.ingest.run import DEFAULT_JOBS
 from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
 
 app = typer.Typer(
@@ -59,6 +60,8 @@ def ingest_cmd(
     demo: Annotated[bool, typer.Option("--demo", help="Ingest the small demo corpus shipped with logmine.")] = False,
     max_line_mb: Annotated[int, typer.Option(help="Quarantine lines longer than this many MiB.", min=1)] = 32,
     batch_mb: Annotated[int, typer.Option(help="Commit to the store after about this many MiB of input.", min=1)] = 64,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes reading files.", min=1)] =
+        DEFAULT_JOBS,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
@@ -73,7 +76,7 @@ def ingest_cmd(
     missing = [p for p in inputs if not os.path.lexists(p)]
     if missing:
         fail(f"no such file or directory: {missing[0]}")
-    config = IngestConfig(paths=inputs, store=store, max_line_bytes=max_line_mb << 20, batch_bytes=batch_mb << 20)
+    config = IngestConfig(paths=inputs, store=store, max_line_bytes=max_line_mb << 20, batch_bytes=batch_mb << 20, jobs=jobs)
     show = not quiet and not as_json and err.is_terminal
     progress = Progress(TextColumn("ingest"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                         TimeRemainingColumn(), console=err, disable=not show, transient=True)

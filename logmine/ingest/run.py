@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import multiprocessing
+import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +19,9 @@ from logmine.ingest.records import TABLES
 from logmine.ingest.redact import Redactor
 from logmine.ingest.source import FileResult, bad_file, read_file
 from logmine.ingest.store import FileRecord, Store
+
+
+DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
 
 class NothingToIngest(RuntimeError):
@@ -30,6 +36,7 @@ class IngestConfig:
     store: Path = Path("logmine-store")
     max_line_bytes: int = 32 << 20  # longer lines are quarantined without being loaded
     batch_bytes: int = 64 << 20  # source bytes per commit
+    jobs: int = DEFAULT_JOBS  # worker processes reading files
 
 
 @dataclass
@@ -56,6 +63,7 @@ class IngestSummary:
 
 
 ProgressFn = Callable[[int, str], None]  # (bytes just done, path)
+PARALLEL_MIN_BYTES = 8 << 20  # below this, starting worker processes costs more than it saves
 
 
 def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
@@ -73,63 +81,110 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     if not files and not bad_paths:
         raise NothingToIngest("no Codex session files under " + ", ".join(str(p) for p in inputs))
     summary = IngestSummary(files_seen=len(files) + len(bad_paths))
-    redactor = Redactor()
+    sizes = {str(p): _size(p) for p in files}
     with Store(config.store) as store:
         known = store.files()
         if total_cb:
-            total_cb(sum(_size(p) for p in files))
+            total_cb(sum(sizes.values()))
+        tasks = [_Task(p, known.get(str(p)), store.new_gen(), config.max_line_bytes) for p in files]
+        listed = (_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
+                  for b in bad_paths)
         batch = _Batch()
-        results = (read_file(p, known.get(str(p)), store.new_gen, redactor, config.max_line_bytes) for p in files)
-        listing = (bad_file(b.path, known.get(b.path), store.new_gen, b.reason) for b in bad_paths)
-        for result in itertools.chain(results, listing):
-            _account(summary, result)
-            if result.change != "unchanged":
-                batch.add(result)
+        for outcome in itertools.chain(_read_all(tasks, config.jobs, sum(sizes.values())), listed):
+            _account(summary, outcome)
+            if outcome.change != "unchanged":
+                batch.add(outcome)
             if progress:
-                progress(max(result.record.size, 0), result.record.source_path)
+                progress(sizes.get(outcome.record.source_path, 0), outcome.record.source_path)
             if batch.bytes >= config.batch_bytes:
                 batch.commit(store)
         batch.commit(store)
-    summary.redactions = redactor.counts
     summary.elapsed_s = time.monotonic() - started
     return summary
 
 
-def _account(summary: IngestSummary, result: FileResult) -> None:
-    summary.changes[result.change] += 1
-    record = result.record
+@dataclass(frozen=True, slots=True)
+class _Task:
+    path: Path
+    prev: FileRecord | None
+    gen: int  # used only if the file's rows are (re)made; unused numbers are harmless
+    max_line: int
+
+
+@dataclass
+class _Outcome:
+    """A file's result in transferable form: Arrow tables instead of row dicts."""
+
+    record: FileRecord
+    change: str
+    tables: dict[str, pa.Table]
+    bytes_read: int
+    redactions: Counter
+    quarantine_reasons: Counter
+
+
+def _read_one(task: _Task) -> _Outcome:
+    """Read one file (in a worker process or in-process); a fresh Redactor counts this file only."""
+    redactor = Redactor()
+    result = read_file(task.path, task.prev, lambda: task.gen, redactor, task.max_line)
+    return _outcome(result, redactor.counts)
+
+
+def _outcome(result: FileResult, redactions: Counter) -> _Outcome:
+    rows = {"events": result.events, "sessions": result.sessions, "quarantine": result.quarantine}
+    tables = {name: pa.Table.from_pylist(r, schema=TABLES[name]) for name, r in rows.items() if r}
+    reasons = Counter(q["reason"].split(":")[0] for q in result.quarantine)
+    return _Outcome(result.record, result.change, tables, result.bytes_read, Counter(redactions), reasons)
+
+
+def _read_all(tasks: list[_Task], jobs: int, total_bytes: int) -> Iterator[_Outcome]:
+    """Outcomes in task order; files are read by ``jobs`` worker processes when it pays off."""
+    if jobs <= 1 or len(tasks) < 2 or total_bytes < PARALLEL_MIN_BYTES:
+        yield from map(_read_one, tasks)
+        return
+    # forkserver: workers never inherit the parent's DuckDB/Arrow threads; preloading keeps start-up cheap
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["logmine.ingest.run"])
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        yield from pool.map(_read_one, tasks, chunksize=1)
+
+
+def _account(summary: IngestSummary, outcome: _Outcome) -> None:
+    summary.changes[outcome.change] += 1
+    record = outcome.record
     if record.error:
         summary.bad_files.append((record.source_path, record.error))
     if record.pending_bytes:
         summary.pending.append((record.source_path, record.pending_bytes))
-    if result.change == "unchanged":
+    if outcome.change == "unchanged":
         return
-    summary.sessions += len(result.sessions)
-    summary.events += len(result.events)
-    summary.quarantined += len(result.quarantine)
-    summary.quarantine_reasons.update(q["reason"].split(":")[0] for q in result.quarantine)
-    summary.bytes_read += result.bytes_read
+    counts = {name: table.num_rows for name, table in outcome.tables.items()}
+    summary.sessions += counts.get("sessions", 0)
+    summary.events += counts.get("events", 0)
+    summary.quarantined += counts.get("quarantine", 0)
+    summary.quarantine_reasons.update(outcome.quarantine_reasons)
+    summary.redactions.update(outcome.redactions)
+    summary.bytes_read += outcome.bytes_read
     if record.format:
         summary.formats[record.format] += 1
 
 
 @dataclass
 class _Batch:
-    rows: dict[str, list[dict]] = field(default_factory=lambda: {name: [] for name in TABLES})
+    tables: dict[str, list[pa.Table]] = field(default_factory=lambda: {name: [] for name in TABLES})
     records: list[FileRecord] = field(default_factory=list)
     bytes: int = 0
 
-    def add(self, result: FileResult) -> None:
-        self.rows["events"] += result.events
-        self.rows["sessions"] += result.sessions
-        self.rows["quarantine"] += result.quarantine
-        self.records.append(result.record)
-        self.bytes += result.bytes_read
+    def add(self, outcome: _Outcome) -> None:
+        for name, table in outcome.tables.items():
+            self.tables[name].append(table)
+        self.records.append(outcome.record)
+        self.bytes += outcome.bytes_read
 
     def commit(self, store: Store) -> None:
         if not self.records:
             return
-        tables = {name: pa.Table.from_pylist(rows, schema=TABLES[name]) for name, rows in self.rows.items()}
+        tables = {name: pa.concat_tables(parts) for name, parts in self.tables.items() if parts}
         store.commit(tables, self.records)
         self.__init__()
 
