@@ -7,6 +7,8 @@ column name: ingest produces millions of them and a dict per row is the cheapest
 
 from __future__ import annotations
 
+from dataclasses import astuple, dataclass
+
 import pyarrow as pa
 
 #: Event kinds. The first eleven are the canonical ones; ``session_meta`` marks the header line
@@ -98,6 +100,26 @@ QUARANTINE = pa.schema(
 )
 
 TABLES: dict[str, pa.Schema] = {"sessions": SESSIONS, "events": EVENTS, "quarantine": QUARANTINE}
+
+
+@dataclass
+class FileRecord:
+    """A source file as the catalog's ``files`` table knows it (columns in this order)."""
+
+    source_path: str
+    file_gen: int
+    format: str | None
+    size: int
+    mtime_ns: int
+    consumed: int  # bytes read and turned into rows; the rest waits (an incomplete last line)
+    head_hash: str | None  # sha1 of the first and last 4 KiB read: unchanged means the file only grew
+    tail_hash: str | None
+    state: str | None  # the mapper's FileState as JSON, to resume the file
+    pending_bytes: int = 0
+    error: str | None = None
+
+    def row(self) -> tuple:
+        return astuple(self)
 
 EVENT_COLUMNS = tuple(EVENTS.names)
 EXCERPT_CHARS = 240

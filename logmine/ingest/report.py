@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from logmine.ingest.run import IngestSummary
-from logmine.ingest.store import CATALOG, StoreError
+from logmine.store import CATALOG, StoreError
 
 _STATS_SQL = """
 WITH ev AS (

@@ -15,10 +15,10 @@ from pathlib import Path
 import pyarrow as pa
 
 from logmine.ingest.reader import default_inputs, discover
-from logmine.ingest.records import TABLES
+from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.redact import Redactor
 from logmine.ingest.source import FileResult, bad_file, read_file
-from logmine.ingest.store import FileRecord, Store
+from logmine.store import Store
 
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
@@ -71,7 +71,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     """Ingest ``config.paths`` into ``config.store``; returns what this run did.
 
     Raises :class:`NothingToIngest` when no session file exists under the inputs, and
-    :class:`~logmine.ingest.store.StoreError` when the store cannot be opened or written.
+    :class:`~logmine.store.StoreError` when the store cannot be opened or written.
     """
     started = time.monotonic()
     inputs = list(config.paths) or default_inputs()
@@ -83,7 +83,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     summary = IngestSummary(files_seen=len(files) + len(bad_paths))
     sizes = {str(p): _size(p) for p in files}
     with Store(config.store) as store:
-        known = store.files()
+        known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         if total_cb:
             total_cb(sum(sizes.values()))
         tasks = [_Task(p, known.get(str(p)), store.new_gen(), config.max_line_bytes) for p in files]
@@ -185,7 +185,7 @@ class _Batch:
         if not self.records:
             return
         tables = {name: pa.concat_tables(parts) for name, parts in self.tables.items() if parts}
-        store.commit(tables, self.records)
+        store.commit(tables, {"files": [r.row() for r in self.records]})
         self.__init__()
 
 

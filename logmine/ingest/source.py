@@ -17,9 +17,8 @@ import orjson
 
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
 from logmine.ingest.reader import iter_lines
-from logmine.ingest.records import EXCERPT_CHARS
+from logmine.ingest.records import EXCERPT_CHARS, FileRecord
 from logmine.ingest.redact import Redactor
-from logmine.ingest.store import FileRecord
 
 HASH_SPAN = 4096
 MAX_G0_BYTES = 1 << 30

@@ -1,0 +1,88 @@
+"""Every table of the store, its view and its liveness rule, in one place.
+
+Each stage owns its schemas (``logmine/<stage>/records.py``); this module registers them with the
+store: which generation column a table's rows carry, which state table says which generations are
+live, and the derived views built on top.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from logmine.ingest import records as ingest
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """A stored table: its schema, the view exposing it, and which of its rows are live."""
+
+    schema: pa.Schema
+    gen_column: str
+    live_gens: str  # SQL returning the live generations
+    view: str
+
+
+TABLES: dict[str, TableSpec] = {
+    # sessions is exposed raw; the public `sessions` view adds models and history sessions
+    "sessions": TableSpec(ingest.SESSIONS, "file_gen", "SELECT file_gen FROM files", "_sessions_raw"),
+    "events": TableSpec(ingest.EVENTS, "file_gen", "SELECT file_gen FROM files", "events"),
+    "quarantine": TableSpec(ingest.QUARANTINE, "file_gen", "SELECT file_gen FROM files", "quarantine"),
+}
+
+STATE_DDL = (
+    # ingest: one row per source file: its generation, how far it was read, the mapper state to resume
+    """CREATE TABLE IF NOT EXISTS files (
+        source_path VARCHAR PRIMARY KEY, file_gen BIGINT, format VARCHAR, size BIGINT, mtime_ns BIGINT,
+        consumed BIGINT, head_hash VARCHAR, tail_hash VARCHAR, state VARCHAR, pending_bytes BIGINT,
+        error VARCHAR)""",
+)
+
+# A session's model is named by its turn_context lines; history.jsonl prompts make sessions of
+# their own (format 'history') so that prompts whose rollout is gone still have a session row.
+SESSIONS_VIEW = """
+CREATE OR REPLACE VIEW sessions AS
+WITH models AS (
+    SELECT source_path, arg_min(model, seq) AS model FROM events
+    WHERE kind = 'turn_context' AND model IS NOT NULL GROUP BY source_path),
+hist AS (
+    SELECT session_id, source_path, 'history' AS format, min(ts) AS started_at, min(file_gen) AS file_gen
+    FROM events WHERE format = 'history' GROUP BY session_id, source_path)
+SELECT s.* REPLACE (coalesce(s.model, m.model) AS model)
+FROM _sessions_raw s LEFT JOIN models m USING (source_path)
+UNION ALL BY NAME
+SELECT * FROM hist
+"""
+
+# One row per tool call, paired with its output (by call_id within the file). A unified-exec
+# command still running at its first output gets its exit code from the write_stdin poll that saw
+# it exit; exec_command_end / item_completed events fill in exit codes the output text lacks.
+TOOL_CALLS_VIEW = """
+CREATE OR REPLACE VIEW tool_calls AS
+WITH calls AS (SELECT * FROM events WHERE kind = 'tool_call'),
+outs AS (
+    SELECT * FROM events WHERE kind = 'tool_output' AND record_type NOT LIKE 'event_msg/%'
+    QUALIFY row_number() OVER (PARTITION BY source_path, call_id ORDER BY seq) = 1),
+ends AS (
+    SELECT source_path, call_id, arg_min(exit_code, seq) AS exit_code, arg_min(duration_s, seq) AS duration_s
+    FROM events WHERE kind = 'tool_output' AND record_type LIKE 'event_msg/%' AND exit_code IS NOT NULL
+    GROUP BY ALL),
+polls AS (
+    SELECT c.source_path, c.exec_session_id, arg_min(o.exit_code, o.seq) AS exit_code
+    FROM calls c JOIN outs o ON o.source_path = c.source_path AND o.call_id = c.call_id
+    WHERE c.tool_name = 'write_stdin' AND o.exit_code IS NOT NULL GROUP BY ALL)
+SELECT c.session_id, c.source_path, c.seq, c.ts, c.turn_id, c.call_id, c.tool_name, c.command, c.workdir,
+       c.arguments, c.status AS call_status, o.seq AS output_seq, o.text AS output,
+       coalesce(o.exit_code, e.exit_code, p.exit_code) AS exit_code,
+       coalesce(o.duration_s, e.duration_s) AS duration_s,
+       o.exec_session_id AS exec_session_id,
+       o.seq IS NOT NULL AS has_output,
+       c.tool_name <> 'web_search' AND o.seq IS NULL AS interrupted
+FROM calls c
+LEFT JOIN outs o ON o.source_path = c.source_path AND o.call_id = c.call_id
+LEFT JOIN ends e ON e.source_path = c.source_path AND e.call_id = c.call_id
+LEFT JOIN polls p ON p.source_path = c.source_path AND p.exec_session_id = o.exec_session_id
+"""
+
+VIEWS = (SESSIONS_VIEW, TOOL_CALLS_VIEW)

@@ -1,0 +1,181 @@
+"""The embedded default store: Parquet parts plus a DuckDB catalog that exposes them as views.
+
+Layout of ``DIR``::
+
+    catalog.duckdb          state tables of the stages (``files``: one row per source file, how far it
+                            was read; ``segmented``: which file state each session's tasks come from),
+                            ``parts`` (the live Parquet files) and one view per table (see
+                            :mod:`logmine.catalog`)
+    <table>/part-*.parquet  each row carries a generation (``file_gen``, ``seg_gen``): the version of
+                            the unit (source file, segmented session) that produced it
+
+Crash safety: Parquet parts are written under a temporary name and renamed, then registered together
+with the new stage state in one DuckDB transaction. A process killed at any moment leaves either the
+old or the new catalog; unregistered parts are deleted when the store is next opened. A unit that is
+redone gets a new generation, and each view shows only rows of live generations, so old rows
+disappear in the same transaction that adds the new ones.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import uuid
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from logmine.catalog import STATE_DDL, TABLES, VIEWS
+
+CATALOG = "catalog.duckdb"
+
+_PARTS_DDL = "CREATE TABLE IF NOT EXISTS parts (table_name VARCHAR, path VARCHAR, gens BIGINT[])"
+_META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value BIGINT)"
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or written (fatal for a run)."""
+
+
+class Store:
+    """An open store; one writer at a time (guarded by a lock file)."""
+
+    def __init__(self, root: Path, read_only: bool = False):
+        self.root = root
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            for table in TABLES:
+                (root / table).mkdir(exist_ok=True)
+            self._lock = open(root / ".lock", "a+")
+        except OSError as exc:
+            raise StoreError(f"cannot create store at {root}: {exc.strerror}") from exc
+        try:
+            fcntl.flock(self._lock, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError as exc:
+            raise StoreError(f"store {root} is in use by another logmine process") from exc
+        try:
+            self.con = duckdb.connect(str(root / CATALOG), read_only=read_only)
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot open catalog {root / CATALOG}: {exc}") from exc
+        if not read_only:
+            for ddl in STATE_DDL:
+                self.con.execute(ddl)
+            self.con.execute(_PARTS_DDL)
+            self.con.execute(_META_DDL)
+            row = self.con.execute("SELECT value FROM meta WHERE key = 'next_gen'").fetchone()
+            self._next_gen = row[0] if row else 1
+            self._ensure_empty_parts()
+            self._delete_orphans()
+            self.refresh_views()
+
+    def close(self) -> None:
+        self.con.close()
+        self._lock.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- state ----------------------------------------------------------------------------------
+
+    def new_gen(self) -> int:
+        """A new generation (of a file, a segmented session…). It is persisted by the next commit; numbers handed out before a
+        crash are reused, which is safe because no committed row carries them."""
+        gen = self._next_gen
+        self._next_gen += 1
+        return gen
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def commit(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]]) -> None:
+        """Write the tables as new parts and upsert the stage's state rows, atomically.
+
+        ``state`` maps a state table (``files``, ``segmented``) to whole rows for it.
+        """
+        written: list[tuple[str, Path, list[int]]] = []
+        try:
+            for name, table in tables.items():
+                if table.num_rows:
+                    gens = sorted(set(table.column(TABLES[name].gen_column).to_pylist()))
+                    written.append((name, self._write_part(name, table), gens))
+        except OSError as exc:
+            for _, path, _ in written:
+                path.unlink(missing_ok=True)
+            raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from exc
+        con = self.con
+        con.execute("BEGIN TRANSACTION")
+        try:
+            for name, path, gens in written:
+                con.execute("INSERT INTO parts VALUES (?, ?, ?)", [name, path.name, gens])
+            for table, rows in state.items():
+                if rows:
+                    marks = ", ".join("?" * len(rows[0]))
+                    con.executemany(f"INSERT OR REPLACE INTO {table} VALUES ({marks})", [list(r) for r in rows])
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('next_gen', ?)", [self._next_gen])
+            dead = self._dead_parts()
+            for name, path in dead:
+                con.execute("DELETE FROM parts WHERE table_name = ? AND path = ?", [name, path])
+            self._create_views()
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        for name, path in dead:  # after the commit: a crash before this only leaves orphans
+            (self.root / name / path).unlink(missing_ok=True)
+
+    def _write_part(self, name: str, table: pa.Table) -> Path:
+        final = self.root / name / f"part-{uuid.uuid4().hex}.parquet"
+        tmp = final.with_suffix(".tmp")
+        pq.write_table(table, tmp, compression="zstd")
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, final)
+        return final
+
+    def _dead_parts(self) -> list[tuple[str, str]]:
+        """Parts none of whose rows belong to a live generation."""
+        dead = []
+        for name, spec in TABLES.items():
+            dead += self.con.execute(
+                f"""SELECT table_name, path FROM parts WHERE table_name = ?
+                    AND NOT list_has_any(gens, (SELECT coalesce(list(g), []) FROM ({spec.live_gens}) t(g)))""",
+                [name]).fetchall()
+        return dead
+
+    def _ensure_empty_parts(self) -> None:
+        """A zero-row part per table keeps each view's file list non-empty and typed."""
+        for name, spec in TABLES.items():
+            path = self.root / name / "_empty.parquet"
+            if not path.exists():
+                pq.write_table(spec.schema.empty_table(), path)
+
+    def _delete_orphans(self) -> None:
+        known = {(t, p) for t, p in self.con.execute("SELECT table_name, path FROM parts").fetchall()}
+        for name in TABLES:
+            for path in (self.root / name).iterdir():
+                if path.name != "_empty.parquet" and (name, path.name) not in known:
+                    path.unlink(missing_ok=True)
+
+    # -- views ----------------------------------------------------------------------------------
+
+    def refresh_views(self) -> None:
+        """(Re)create the views; paths are absolute, so this runs whenever the store is opened."""
+        self.con.execute("BEGIN TRANSACTION")
+        self._create_views()
+        self.con.execute("COMMIT")
+
+    def _create_views(self) -> None:
+        con = self.con
+        for name, spec in TABLES.items():
+            paths = [str(self.root / name / "_empty.parquet")]
+            paths += [str(self.root / name / p) for (p,) in con.execute(
+                "SELECT path FROM parts WHERE table_name = ? ORDER BY path", [name]).fetchall()]
+            listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+            con.execute(f"CREATE OR REPLACE VIEW {spec.view} AS SELECT * FROM read_parquet([{listing}]) "
+                        f"WHERE {spec.gen_column} IN ({spec.live_gens})")
+        for view in VIEWS:
+            con.execute(view)
