@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from logmine.ingest import records as ingest
+from logmine.segment import records as segment
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,8 @@ TABLES: dict[str, TableSpec] = {
     "sessions": TableSpec(ingest.SESSIONS, "file_gen", "SELECT file_gen FROM files", "_sessions_raw"),
     "events": TableSpec(ingest.EVENTS, "file_gen", "SELECT file_gen FROM files", "events"),
     "quarantine": TableSpec(ingest.QUARANTINE, "file_gen", "SELECT file_gen FROM files", "quarantine"),
+    "tasks": TableSpec(segment.TASKS, "seg_gen", "SELECT seg_gen FROM segmented", "tasks"),
+    "verifiers": TableSpec(segment.VERIFIERS, "seg_gen", "SELECT seg_gen FROM segmented", "verifiers"),
 }
 
 STATE_DDL = (
@@ -37,6 +40,10 @@ STATE_DDL = (
         source_path VARCHAR PRIMARY KEY, file_gen BIGINT, format VARCHAR, size BIGINT, mtime_ns BIGINT,
         consumed BIGINT, head_hash VARCHAR, tail_hash VARCHAR, state VARCHAR, pending_bytes BIGINT,
         error VARCHAR)""",
+    # segment: which state of each source file its tasks were cut from (re-cut when it changes)
+    """CREATE TABLE IF NOT EXISTS segmented (
+        source_path VARCHAR PRIMARY KEY, file_gen BIGINT, consumed BIGINT, seg_gen BIGINT, n_tasks BIGINT,
+        no_task_reason VARCHAR)""",
 )
 
 # A session's model is named by its turn_context lines; history.jsonl prompts make sessions of

@@ -19,6 +19,9 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 from logmine import __version__
 from logmine.ingest import IngestConfig, NothingToIngest, StoreError, ingest
 from logmine.ingest.run import DEFAULT_JOBS
+from logmine.pipeline import PipelineError
+from logmine.segment import NothingToSegment, SegmentConfig, segment
+from logmine.segment.report import render_segment_summary, segment_summary_dict
 from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
 
 app = typer.Typer(
@@ -113,3 +116,31 @@ def stats_cmd(
         out.print_json(json.dumps(counts))
     else:
         render_stats(out, counts, store)
+
+
+@app.command("segment")
+def segment_cmd(
+    store: StoreOpt = Path("logmine-store"),
+    pipeline: Annotated[Optional[Path], typer.Option(
+        help="Pipeline TOML overriding logmine/pipelines/codex-default.toml ([segment]).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Cut ingested sessions into tasks and extract verifier candidates (tables tasks, verifiers).
+
+    Incremental: only sessions whose files changed since the last run are segmented again.
+    """
+    config = SegmentConfig(store=store, pipeline=pipeline)
+    show = not quiet and not as_json and err.is_terminal
+    progress = Progress(TextColumn("segment"), BarColumn(), TextColumn("{task.completed}/{task.total} sessions"),
+                        console=err, disable=not show, transient=True)
+    task = progress.add_task("segment", total=None)
+    try:
+        with progress:
+            summary = segment(config, progress=lambda done, total: progress.update(task, completed=done, total=total))
+    except (NothingToSegment, PipelineError, StoreError) as exc:
+        fail(str(exc), "run `logmine ingest` first" if isinstance(exc, NothingToSegment) else None)
+    if as_json:
+        out.print_json(json.dumps(segment_summary_dict(summary, store)))
+    else:
+        render_segment_summary(out, summary, store)

@@ -1,0 +1,52 @@
+"""Declarative pipeline configs (TOML): the packaged default, overlaid by a user's file.
+
+A user's pipeline names only what it changes. Keys must exist in the default (a typo is an error,
+not a silently ignored setting); lists named ``extra_<key>`` are appended to ``<key>``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+DEFAULT_PIPELINE = Path(__file__).parent / "pipelines" / "codex-default.toml"
+
+
+class PipelineError(ValueError):
+    """A pipeline file cannot be read or names settings that do not exist."""
+
+
+def load_pipeline(path: Path | None = None) -> dict:
+    """The default pipeline, with ``path``'s settings laid over it and ``extra_*`` lists merged."""
+    config = _read(DEFAULT_PIPELINE)
+    if path is not None:
+        _overlay(config, _read(path), str(path))
+    for section in config.values():
+        if isinstance(section, dict):
+            for key in [k for k in section if k.startswith("extra_")]:
+                section[key[len("extra_"):]] = [*section[key[len("extra_"):]], *section.pop(key)]
+    return config
+
+
+def _read(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise PipelineError(f"cannot read pipeline {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise PipelineError(f"invalid pipeline {path}: {exc}") from exc
+
+
+def _overlay(base: dict, override: dict, where: str, prefix: str = "") -> None:
+    for key, value in override.items():
+        name = f"{prefix}{key}"
+        if key not in base:
+            raise PipelineError(f"unknown setting {name!r} in {where}")
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise PipelineError(f"setting {name!r} in {where} must be a table")
+            _overlay(base[key], value, where, f"{name}.")
+        elif type(value) is not type(base[key]) and not (isinstance(base[key], float) and isinstance(value, int)):
+            raise PipelineError(f"setting {name!r} in {where} must be a {type(base[key]).__name__}")
+        else:
+            base[key] = value

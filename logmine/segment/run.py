@@ -1,0 +1,144 @@
+"""The segment stage: cut every changed session of the store into tasks with verifier candidates.
+
+Incremental: a session file is (re)segmented only when its ingested state (generation, bytes read)
+differs from the one its tasks were cut from; its old tasks are replaced in the same commit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+
+from logmine.pipeline import load_pipeline
+from logmine.segment.commands import CommandClassifier
+from logmine.segment.records import TASKS, VERIFIERS
+from logmine.segment.session import segment_session
+from logmine.segment.tasks import FollowupRules
+from logmine.store import CATALOG, Store
+
+BATCH_FILES = 200
+
+_TODO_SQL = """
+SELECT f.source_path, f.file_gen, f.consumed FROM files f LEFT JOIN segmented s USING (source_path)
+WHERE f.error IS NULL AND f.format IN ('g0', 'g1', 'g2')
+  AND (s.source_path IS NULL OR s.file_gen <> f.file_gen OR s.consumed <> f.consumed)
+ORDER BY f.source_path
+"""
+_EVENTS_SQL = """
+SELECT source_path, seq, ts, kind, record_type, text, call_id, command, workdir, is_injected, injected_kind,
+       arguments, CASE WHEN record_type = 'response_item/ghost_snapshot' THEN raw END AS raw
+FROM events WHERE source_path IN (SELECT unnest(?)) ORDER BY source_path, seq
+"""
+_CALLS_SQL = """
+SELECT source_path, call_id, exit_code, left(output, 64) AS output FROM tool_calls
+WHERE source_path IN (SELECT unnest(?)) AND call_id IS NOT NULL
+"""
+
+
+class NothingToSegment(RuntimeError):
+    """The store holds no ingested sessions."""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentConfig:
+    store: Path = Path("logmine-store")
+    pipeline: Path | None = None  # overrides of logmine/pipelines/codex-default.toml [segment]
+
+
+@dataclass
+class SegmentSummary:
+    sessions_seen: int = 0
+    sessions_segmented: int = 0
+    tasks: int = 0
+    no_task_reasons: Counter = field(default_factory=Counter)  # sessions without a task, by reason
+    candidates: Counter = field(default_factory=Counter)  # by kind
+    fail_to_pass: int = 0
+    without_candidate: Counter = field(default_factory=Counter)  # tasks without any candidate, by reason
+    not_rebuildable: int = 0
+    elapsed_s: float = 0.0
+
+
+def segment(config: SegmentConfig, progress: Callable[[int, int], None] | None = None) -> SegmentSummary:
+    """Segment the store's changed sessions; returns what this run did."""
+    started = time.monotonic()
+    settings = load_pipeline(config.pipeline)["segment"]
+    rules, classifier = FollowupRules(settings), CommandClassifier(settings)
+    if not (config.store / CATALOG).exists():
+        raise NothingToSegment(f"no logmine store at {config.store}")
+    summary = SegmentSummary()
+    with Store(config.store) as store:
+        con = store.con
+        summary.sessions_seen = con.execute("SELECT count(*) FROM files WHERE format IN ('g0','g1','g2')").fetchone()[0]
+        if not summary.sessions_seen:
+            raise NothingToSegment(f"no ingested sessions in {config.store}")
+        todo = con.execute(_TODO_SQL).fetchall()
+        for start in range(0, len(todo), BATCH_FILES):
+            batch = todo[start:start + BATCH_FILES]
+            _segment_batch(store, batch, rules, classifier, summary)
+            if progress:
+                progress(min(start + BATCH_FILES, len(todo)), len(todo))
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, classifier: CommandClassifier,
+                   summary: SegmentSummary) -> None:
+    con = store.con
+    paths = [path for path, _, _ in batch]
+    sessions = _rows(con.execute("SELECT * FROM _sessions_raw WHERE source_path IN (SELECT unnest(?))", [paths]))
+    by_path = {s["source_path"]: s for s in sessions}
+    events: dict[str, list[dict]] = {p: [] for p in paths}
+    for event in _rows(con.execute(_EVENTS_SQL, [paths])):
+        raw = event.pop("raw")
+        event["ghost_commit"] = orjson.loads(raw)["payload"]["ghost_commit"].get("id") if raw else None
+        events[event.pop("source_path")].append(event)
+    calls: dict[str, dict[str, dict]] = {p: {} for p in paths}
+    for call in _rows(con.execute(_CALLS_SQL, [paths])):
+        calls[call.pop("source_path")][call["call_id"]] = call
+    tasks, verifiers, state = [], [], []
+    for path, file_gen, consumed in batch:
+        seg_gen = store.new_gen()
+        session = by_path.get(path) or {"session_id": None, "source_path": path}
+        result = segment_session(session, events[path], calls[path], rules, classifier)
+        for row in result.tasks:
+            row["seg_gen"] = seg_gen
+        for row in result.verifiers:
+            row["seg_gen"] = seg_gen
+        tasks += result.tasks
+        verifiers += result.verifiers
+        state.append((path, file_gen, consumed, seg_gen, len(result.tasks), result.no_task_reason))
+        _account(summary, result)
+    store.commit({"tasks": pa.Table.from_pylist(tasks, schema=TASKS),
+                  "verifiers": pa.Table.from_pylist(verifiers, schema=VERIFIERS)}, {"segmented": state})
+
+
+def _account(summary: SegmentSummary, result) -> None:
+    summary.sessions_segmented += 1
+    if result.no_task_reason:
+        summary.no_task_reasons[result.no_task_reason.split(" of ")[0]] += 1
+    summary.tasks += len(result.tasks)
+    summary.candidates.update(v["kind"] for v in result.verifiers)
+    summary.fail_to_pass += sum(bool(v["fail_to_pass"]) for v in result.verifiers)
+    summary.not_rebuildable += sum(not t["rebuildable"] for t in result.tasks)
+    for task in result.tasks:
+        if not task["n_candidates"]:
+            summary.without_candidate[_why_no_candidate(task)] += 1
+
+
+def _why_no_candidate(task: dict) -> str:
+    if not task["n_tool_calls"]:
+        return "no tool call"
+    if task["aborted"]:
+        return "aborted before any edit or test"
+    return "no patch edit and no test or check command"
+
+
+def _rows(cursor) -> list[dict]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]

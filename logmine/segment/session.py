@@ -1,0 +1,159 @@
+"""Segment one session: its tasks, each task's start-state recipe and verifier candidates."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import orjson
+
+from logmine.patch import FileOp
+from logmine.segment.commands import CommandClassifier
+from logmine.segment.diffs import SessionFiles, compose
+from logmine.segment.tasks import MESSAGE_TYPES, FollowupRules, TaskSpan, request_text, split_tasks
+from logmine.segment.verifiers import TaskWork, candidates
+
+_PATCH_SUCCESS = ("Success", "Done!")
+
+
+@dataclass
+class SessionResult:
+    tasks: list[dict]
+    verifiers: list[dict]
+    no_task_reason: str | None
+
+
+@dataclass
+class _History:
+    """What earlier tasks of the session did to the workspace."""
+
+    patches: list[dict]  # successful patch calls: {task_index, seq, call_id}
+    opaque: tuple[int, str] | None = None  # first earlier task that edited files by shell
+
+
+def segment_session(session: dict, events: list[dict], calls: dict[str, dict], rules: FollowupRules,
+                    classifier: CommandClassifier) -> SessionResult:
+    """Tasks and candidates of one session file.
+
+    ``events`` are the file's events in ``seq`` order; ``calls`` its ``tool_calls`` rows by call_id.
+    """
+    source = session.get("source") or ""
+    if source.startswith("subagent"):
+        parent = session.get("parent_session_id")
+        return SessionResult([], [], f"{source} session" + (f" of {parent}" if parent else ""))
+    spans = split_tasks(events, rules)
+    if not spans:
+        return SessionResult([], [], "no genuine user request" if events else "empty session")
+    files, history = SessionFiles(), _History([])
+    ghosts = [(e["seq"], e["ghost_commit"]) for e in events if e.get("ghost_commit")]
+    tasks, verifiers = [], []
+    for span in spans:
+        task, rows = _task(session, span, calls, classifier, files, history, ghosts)
+        tasks.append(task)
+        verifiers += rows
+    return SessionResult(tasks, verifiers, None)
+
+
+def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: CommandClassifier,
+          files: SessionFiles, history: _History, ghosts: list[tuple[int, str]]) -> tuple[dict, list[dict]]:
+    task_id = "t-" + hashlib.sha1(f"{session['session_id']}/{session['source_path']}/{span.first_seq}"
+                                  .encode()).hexdigest()[:16]
+    work, ops, patch_calls = TaskWork(), [], []
+    patched = {e["call_id"] for e in span.events if e["kind"] == "patch"}
+    n_calls = n_failed = 0
+    for event in span.events:
+        call = calls.get(event["call_id"]) if event["call_id"] else None
+        if event["kind"] == "tool_call":
+            n_calls += 1
+            exit_code = call["exit_code"] if call else None
+            n_failed += exit_code not in (None, 0)
+            command = event["command"]
+            if not command or event["call_id"] in patched:
+                continue
+            if not classifier.is_test(command) and classifier.edits_files(command):
+                work.opaque_edits.append(command)
+                work.edit_seqs.append(event["seq"])
+            else:
+                work.commands.append({"seq": event["seq"], "command": command, "workdir": event["workdir"],
+                                      "exit_code": exit_code})
+        elif event["kind"] == "patch" and _patch_applied(call):
+            ops.append(FileOp.from_dict(orjson.loads(event["arguments"])))
+            work.edit_seqs.append(event["seq"])
+            if not patch_calls or patch_calls[-1]["call_id"] != event["call_id"]:
+                patch_calls.append({"task_index": span.index, "seq": event["seq"], "call_id": event["call_id"]})
+    start_state, rebuildable, reason = _start_state(session, span, history, ghosts)
+    changes = compose(ops, files)
+    rows = candidates(task_id, session["session_id"], work, changes, classifier, session.get("cwd"))
+    history.patches += patch_calls
+    if work.opaque_edits and history.opaque is None:
+        history.opaque = (span.index, work.opaque_edits[0])
+    touched = sorted({*changes, *(c.move_from for c in changes.values() if c.move_from)})
+    times = [e["ts"] for e in span.events if e["ts"] is not None]
+    final = _final_message(span)
+    task = {
+        "task_id": task_id,
+        "session_id": session["session_id"],
+        "source_path": session["source_path"],
+        "index": span.index,
+        "prompt": request_text(span.request),
+        "followups": orjson.dumps(span.followups).decode() if span.followups else None,
+        "first_seq": span.first_seq,
+        "last_seq": span.last_seq,
+        "n_tool_calls": n_calls,
+        "n_failed_commands": n_failed,
+        "files_touched": touched,
+        "started_at": span.request["ts"],
+        "ended_at": max(times) if times else None,
+        "duration_s": (max(times) - span.request["ts"]).total_seconds() if times and span.request["ts"] else None,
+        "aborted": any(e["kind"] == "aborted" or e["injected_kind"] == "turn_aborted" for e in span.events),
+        "final_message": final,
+        "has_final_message": final is not None,
+        "cwd": session.get("cwd"),
+        "start_state": orjson.dumps(start_state).decode(),
+        "rebuildable": rebuildable,
+        "start_state_reason": reason,
+        "n_candidates": len(rows),
+    }
+    return task, rows
+
+
+def _start_state(session: dict, span: TaskSpan, history: _History,
+                 ghosts: list[tuple[int, str]]) -> tuple[dict, bool, str | None]:
+    """How to rebuild the workspace as the task began, and whether that is possible."""
+    first_work = next((e["seq"] for e in span.events if e["kind"] in ("tool_call", "patch")), span.last_seq)
+    ghost = next((commit for seq, commit in reversed(ghosts) if span.first_seq <= seq <= first_work), None)
+    state = {
+        "repo": {key: session.get(key) for key in ("cwd", "git_repo_url", "git_commit", "git_branch")},
+        "ghost_commit": ghost,
+        "prior_patches": list(history.patches),
+        "method": None,
+    }
+    if ghost:
+        state["method"] = "ghost_snapshot"  # Codex snapshots the work tree at the start of each turn
+        return state, True, None
+    if not session.get("git_commit"):
+        return state, False, "no git commit recorded for the session" + ("" if session.get("cwd") else " and no cwd")
+    if history.opaque is not None:
+        index, command = history.opaque
+        return state, False, f"earlier task {index} edited files by shell command: {command[:120]}"
+    state["method"] = "git_commit+patches"
+    return state, True, None
+
+
+def _final_message(span: TaskSpan) -> str | None:
+    """The last assistant message, if nothing but messages came after it."""
+    final = None
+    for event in span.events:
+        if event["kind"] == "assistant_message" and event["record_type"] in MESSAGE_TYPES:
+            final = event["text"]
+        elif event["kind"] in ("tool_call", "tool_output", "patch"):
+            final = None
+    return final
+
+
+def _patch_applied(call: dict | None) -> bool:
+    if call is None:
+        return False
+    if call["exit_code"] is not None:
+        return call["exit_code"] == 0
+    return (call["output"] or "").lstrip().startswith(_PATCH_SUCCESS)
