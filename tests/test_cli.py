@@ -19,7 +19,7 @@ runner = CliRunner()
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"]])
+@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"], ["segment"]])
 def test_help(command):
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0
@@ -102,3 +102,28 @@ def test_pipeline_defaults_match_the_flags():
     assert str(params["store"].default) == config["store"]
     assert params["max_line_mb"].default == config["max_line_mb"]
     assert params["batch_mb"].default == config["batch_mb"]
+
+
+def test_segment_demo(tmp_path):
+    store = tmp_path / "store"
+    assert runner.invoke(app, ["ingest", "--demo", "--store", str(store), "-q"]).exit_code == 0
+    result = runner.invoke(app, ["segment", "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["tasks"] >= 7 and summary["fail_to_pass"] == 4
+    assert summary["sessions"] == {"seen": 9, "segmented": 9}
+    table = runner.invoke(app, ["segment", "--store", str(store)])
+    assert table.exit_code == 0 and "9 seen: 0 segmented, 9 unchanged" in table.output
+
+
+def test_segment_errors(tmp_path):
+    result = runner.invoke(app, ["segment", "--store", str(tmp_path / "none")])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: no logmine store at {tmp_path / 'none'} (run `logmine ingest` first)"
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", "--demo", "--store", str(store), "-q"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[segment]\nnope = 1\n")
+    result = runner.invoke(app, ["segment", "--store", str(store), "--pipeline", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"Error: unknown setting 'segment.nope' in {bad}"

@@ -10,7 +10,8 @@ import jsonschema
 import pytest
 
 from conftest import query
-from logmine.ingest.records import TABLES
+from logmine.catalog import TABLES
+from logmine.segment import SegmentConfig, segment
 
 SCHEMAS = Path(__file__).parent.parent / "schemas"
 
@@ -23,18 +24,22 @@ def _schema(name: str) -> dict:
 def test_schema_lists_exactly_the_columns(name):
     schema = _schema(name)
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert list(schema["properties"]) == TABLES[name].names
+    assert list(schema["properties"]) == TABLES[name].schema.names
 
 
-@pytest.mark.parametrize("name", ["sessions", "events"])
-def test_ingested_rows_validate(fixture_store, name):
+@pytest.mark.parametrize("name", ["sessions", "events", "tasks", "verifiers"])
+def test_stored_rows_validate(fixture_store, name):
     store, _ = fixture_store
+    segment(SegmentConfig(store=store))
     validator = jsonschema.Draft202012Validator(_schema(name), format_checker=jsonschema.FormatChecker())
     table = "_sessions_raw" if name == "sessions" else name
     rows = query(store, f"SELECT * FROM {table}")
     assert rows
     for row in rows:
         row = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in row.items()}
+        for column in ("start_state", "runs", "files", "followups"):
+            if row.get(column) is not None:
+                json.loads(row[column])  # JSON-valued columns hold valid JSON
         validator.validate(row)
 
 

@@ -1,0 +1,60 @@
+"""Command recognition: wrappers are unwrapped, test runs and shell edits recognised."""
+
+from __future__ import annotations
+
+import pytest
+
+from logmine.pipeline import load_pipeline
+from logmine.segment.commands import CommandClassifier, unwrap
+
+CLASSIFIER = CommandClassifier(load_pipeline()["segment"])
+
+
+@pytest.mark.parametrize("command, inner, cd", [
+    ("python -m pytest -q", "python -m pytest -q", None),
+    ("bash -lc 'cd pkg && python -m pytest -q'", "python -m pytest -q", "pkg"),
+    ("cd /repo && cd sub && go test ./...", "go test ./...", "/repo/sub"),
+    ("/bin/bash -lc \"npm test\"", "npm test", None),
+    ("cd 'my dir'; cargo test", "cargo test", "my dir"),
+])
+def test_unwrap(command, inner, cd):
+    assert unwrap(command) == type(unwrap(command))(inner, cd)
+
+
+@pytest.mark.parametrize("command", [
+    "pytest", "python -m pytest -q tests/test_x.py", "python3 -m unittest -q", "PYTHONPATH=. pytest -q",
+    "bash -lc 'cd x && pytest -k foo'", "tox -e py311", "nox -s tests", "npm test", "npm run test", "pnpm test",
+    "yarn test", "npx jest", "vitest run", "mocha", "go test ./...", "cargo test", "cargo nextest run",
+    "mvn -q test", "./gradlew test", "make test", "make -j4 check", "ctest --output-on-failure",
+    "bundle exec rspec", "vendor/bin/phpunit", "dotnet test", "swift test",
+])
+def test_recognised_test_runs(command):
+    assert CLASSIFIER.is_test(command)
+
+
+@pytest.mark.parametrize("command", [
+    "which pytest", "pytest --version", "python3 -m pytest --version", "head -n 20 /opt/homebrew/bin/pytest",
+    "pip install pytest", "ls tests", "git status", "pytest --collect-only -q", "cat test_calc.py",
+])
+def test_not_test_runs(command):
+    assert not CLASSIFIER.is_test(command)
+
+
+@pytest.mark.parametrize("command, edits", [
+    ("sed -i 's/a/b/' x.py", True), ("echo hi > out.txt", True), ("cat > f.py <<'EOF'\nx\nEOF", True),
+    ("git checkout -- x.py", True), ("git restore x.py", True), ("git restore --staged x.py", False),
+    ("python - <<'PY'\nprint(1)\nPY", True), ("rm -rf build", True), ("python -m pytest -q 2>&1", False),
+    ("ls -la", False), ("rg foo", False), ("git diff > /dev/null", False), ("git commit -m x", False),
+])
+def test_file_edits(command, edits):
+    assert CLASSIFIER.edits_files(command) is edits
+
+
+def test_extra_recognisers_from_a_pipeline_file(tmp_path):
+    pipeline = tmp_path / "p.toml"
+    pipeline.write_text(r"""[segment]
+extra_test_commands = ['\bbazel\s+test\b']
+""")
+    classifier = CommandClassifier(load_pipeline(pipeline)["segment"])
+    assert classifier.is_test("bazel test //...") and classifier.is_test("pytest")
+    assert not CLASSIFIER.is_test("bazel test //...")
