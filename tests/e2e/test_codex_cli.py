@@ -351,3 +351,59 @@ def test_secrets_redacted_everywhere(ingested: Ingested):
         ingested.session_id, cat)]
     assert any("DEPLOY_HOST=deploy.example.invalid" in t and REDACTED.search(t) for t in outs), \
         f"output of `cat deploy.env` lacks the redacted token: {outs!r}"
+
+
+# --------------------------------------------------------------------------
+# segment on what the real CLI wrote, against the repository it really worked
+# --------------------------------------------------------------------------
+
+def test_segment_matches_the_worked_repository(ingested: Ingested):
+    from collections import Counter
+
+    from logmine.segment import SegmentConfig, segment
+
+    import duckdb
+
+    ingested.con.close()  # one process may not hold the catalog read-only and read-write at once
+    summary = segment(SegmentConfig(store=ingested.store))
+    ingested.con = duckdb.connect(str(ingested.store / "catalog.duckdb"), read_only=True)
+    tasks = ingested.rows("SELECT * FROM tasks ORDER BY index")
+    prompts = [t["prompt"] for t in ingested.gen.template["turns"]]
+    assert summary.tasks == len(tasks) == len(prompts), ingested.context()
+    for task, template in zip(tasks, prompts):
+        assert redacted_pattern(template).fullmatch(task["prompt"]), (task["prompt"], template)
+    first = ingested.rows("SELECT * FROM verifiers WHERE task_id = ? AND kind = 'test_command'", tasks[0]["task_id"])
+    assert [v["fail_to_pass"] for v in first] == [True] and first[0]["command"] == "python3 -B -m unittest -q"
+    # the tasks' net changes, put together, are `git diff` of the worked repository since the start
+    repo = ingested.gen.run.repo
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    diff = subprocess.run(["git", "diff", "--cached", "-U0", "--no-color", ingested.gen.run.initial_commit],
+                          cwd=repo, capture_output=True, text=True, check=True).stdout
+    expected: dict[str, list[Counter]] = {}
+    deleted, path = set(), None
+    for line in diff.splitlines():
+        if line.startswith("--- a/"):
+            path = line[6:]
+        elif line.startswith("+++ "):
+            if line == "+++ /dev/null":
+                deleted.add(path)
+            path = line[6:] if line != "+++ /dev/null" else path
+        elif line.startswith(("+", "-")) and not line.startswith("@@") and path not in deleted:
+            expected.setdefault(path, [Counter(), Counter()])[line[0] == "-"][line[1:]] += 1
+    got: dict[str, list[Counter]] = {}
+    got_deleted = set()
+    for task in tasks:
+        row = ingested.rows("SELECT files FROM verifiers WHERE task_id = ? AND kind = 'file_diff' AND mode = 'hunks'",
+                            task["task_id"])[0]
+        for change in json.loads(row["files"]):
+            if change["op"] == "delete":
+                got_deleted.add(change["path"])
+                continue
+            added, removed = got.setdefault(change["path"], [Counter(), Counter()])
+            added.update(change["added"])
+            removed.update(change["removed"])
+    # compare net line multisets: git may align a diff differently (a line removed and added back)
+    net = lambda sides: {p: [a - r, r - a] for p, (a, r) in sides.items()}  # noqa: E731
+    got, expected = net(got), net(expected)
+    assert got == expected, diff
+    assert got_deleted == deleted == {"scratch.txt"}
