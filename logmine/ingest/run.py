@@ -81,16 +81,24 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     if not files and not bad_paths:
         raise NothingToIngest("no Codex session files under " + ", ".join(str(p) for p in inputs))
     summary = IngestSummary(files_seen=len(files) + len(bad_paths))
-    sizes = {str(p): _size(p) for p in files}
+    stats = {str(p): _stat(p) for p in files}
+    sizes = {path: st[0] for path, st in stats.items()}
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         if total_cb:
             total_cb(sum(sizes.values()))
-        tasks = [_Task(p, known.get(str(p)), store.new_gen(), config.max_line_bytes) for p in files]
+        unchanged, tasks = [], []
+        for p in files:  # a file whose size and mtime are as recorded is not opened at all
+            prev = known.get(str(p))
+            if prev and prev.error is None and stats[str(p)] == (prev.size, prev.mtime_ns):
+                unchanged.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter()))
+            else:
+                tasks.append(_Task(p, prev, store.new_gen(), config.max_line_bytes))
         listed = (_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
                   for b in bad_paths)
+        changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
-        for outcome in itertools.chain(_read_all(tasks, config.jobs, sum(sizes.values())), listed):
+        for outcome in itertools.chain(unchanged, _read_all(tasks, config.jobs, changed_bytes), listed):
             _account(summary, outcome)
             if outcome.change != "unchanged":
                 batch.add(outcome)
@@ -189,8 +197,10 @@ class _Batch:
         self.__init__()
 
 
-def _size(path: Path) -> int:
+def _stat(path: Path) -> tuple[int, int]:
+    """(size, mtime_ns), or (0, 0) for a path that cannot be stat'ed (read_file reports it)."""
     try:
-        return path.stat().st_size
+        st = path.stat()
     except OSError:
-        return 0
+        return 0, 0
+    return st.st_size, st.st_mtime_ns
