@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from logmine.ingest import records as ingest
 from logmine.segment import records as segment
+from logmine.verify import records as verify
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +32,9 @@ TABLES: dict[str, TableSpec] = {
     "events": TableSpec(ingest.EVENTS, "file_gen", "SELECT file_gen FROM files", "events"),
     "quarantine": TableSpec(ingest.QUARANTINE, "file_gen", "SELECT file_gen FROM files", "quarantine"),
     "tasks": TableSpec(segment.TASKS, "seg_gen", "SELECT seg_gen FROM segmented", "tasks"),
-    "verifiers": TableSpec(segment.VERIFIERS, "seg_gen", "SELECT seg_gen FROM segmented", "verifiers"),
+    # verifiers is exposed raw; the public `verifiers` view adds each candidate's verification status
+    "verifiers": TableSpec(segment.VERIFIERS, "seg_gen", "SELECT seg_gen FROM segmented", "_verifiers_raw"),
+    "verifications": TableSpec(verify.VERIFICATIONS, "verify_gen", "SELECT verify_gen FROM verified", "verifications"),
 }
 
 STATE_DDL = (
@@ -44,6 +47,9 @@ STATE_DDL = (
     """CREATE TABLE IF NOT EXISTS segmented (
         source_path VARCHAR PRIMARY KEY, file_gen BIGINT, consumed BIGINT, seg_gen BIGINT, n_tasks BIGINT,
         no_task_reason VARCHAR)""",
+    # verify: which segmentation of each task was verified, and whether its workspace was rebuilt
+    """CREATE TABLE IF NOT EXISTS verified (
+        task_id VARCHAR PRIMARY KEY, seg_gen BIGINT, verify_gen BIGINT, rebuilt BOOLEAN, reason VARCHAR)""",
 )
 
 # A session's model is named by its turn_context lines; history.jsonl prompts make sessions of
@@ -92,4 +98,12 @@ LEFT JOIN ends e ON e.source_path = c.source_path AND e.call_id = c.call_id
 LEFT JOIN polls p ON p.source_path = c.source_path AND p.exec_session_id = o.exec_session_id
 """
 
-VIEWS = (SESSIONS_VIEW, TOOL_CALLS_VIEW)
+# A candidate's verification counts only if it verified the candidate's current segmentation.
+VERIFIERS_VIEW = """
+CREATE OR REPLACE VIEW verifiers AS
+SELECT v.*, r.status, r.status_reason, r.before_passed, r.after_passed, r.before_exit_code, r.after_exit_code,
+       r.before_s, r.after_s, r.before_excerpt, r.after_excerpt
+FROM _verifiers_raw v LEFT JOIN verifications r ON r.verifier_id = v.verifier_id AND r.seg_gen = v.seg_gen
+"""
+
+VIEWS = (SESSIONS_VIEW, TOOL_CALLS_VIEW, VERIFIERS_VIEW)

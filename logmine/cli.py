@@ -22,6 +22,8 @@ from logmine.ingest.run import DEFAULT_JOBS
 from logmine.pipeline import PipelineError
 from logmine.segment import NothingToSegment, SegmentConfig, segment
 from logmine.segment.report import render_segment_summary, segment_summary_dict
+from logmine.verify import NothingToVerify, VerifyConfig, verify
+from logmine.verify.report import render_verify_summary, verify_summary_dict
 from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
 
 app = typer.Typer(
@@ -144,3 +146,88 @@ def segment_cmd(
         out.print_json(json.dumps(segment_summary_dict(summary, store)))
     else:
         render_segment_summary(out, summary, store)
+
+
+@app.command("verify")
+def verify_cmd(
+    store: StoreOpt = Path("logmine-store"),
+    repo_map: Annotated[Optional[list[str]], typer.Option(
+        "--repo-map", help="OLD=NEW: the repository recorded at OLD now lives at NEW (repeatable).")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Tasks verified in parallel.", min=1)] = 2,
+    backend: Annotated[str, typer.Option(help="Sandbox backend: bwrap, docker or podman.")] = "bwrap",
+    timeout: Annotated[float, typer.Option(help="Seconds per replayed or grading command.", min=1)] = 120.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Rebuild each task's start state in a sandbox, replay it, and keep a verifier candidate only
+    if it fails before and passes after (the verifiers view gains status and status_reason).
+
+    Resumable: tasks already verified for their current segmentation are skipped.
+    """
+    config = VerifyConfig(store=store, repo_map=tuple(_repo_map(repo_map)), jobs=jobs, backend=backend, timeout_s=timeout)
+    show = not quiet and not as_json and err.is_terminal
+    progress = Progress(TextColumn("verify"), BarColumn(), TextColumn("{task.completed}/{task.total} tasks"),
+                        TimeRemainingColumn(), console=err, disable=not show, transient=True)
+    task = progress.add_task("verify", total=None)
+    try:
+        with progress:
+            summary = verify(config, progress=lambda done, total: progress.update(task, completed=done, total=total))
+    except NothingToVerify as exc:
+        fail(str(exc), "run `logmine ingest` and `logmine segment` first")
+    except StoreError as exc:
+        fail(str(exc))
+    if as_json:
+        out.print_json(json.dumps(verify_summary_dict(summary, store)))
+    else:
+        render_verify_summary(out, summary, store)
+
+
+export_app = typer.Typer(help="Export tasks as training data: TMax RL rows with task bundles, or SFT data.",
+                         no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("tmax")
+def export_tmax_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (data/, tasks/, task-data.tar.gz).")],
+    store: StoreOpt = Path("logmine-store"),
+    repo_map: Annotated[Optional[list[str]], typer.Option(
+        "--repo-map", help="OLD=NEW: the repository recorded at OLD now lives at NEW (repeatable).")] = None,
+    include_unvalidated: Annotated[bool, typer.Option(
+        help="Also export tasks whose candidates were not validated (marked in `source`).")] = False,
+    image: Annotated[str, typer.Option(help="Base image of the task environments.")] = "python:3.11-slim",
+    env_name: Annotated[str, typer.Option(help="env_config.env_name of the rows.")] = "swerl_vanillux_sandbox",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """TMax RL rows (messages, ground_truth, dataset, env_config, source) with a Harbor-style task
+    bundle per row (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh)."""
+    from logmine.export.tmax import ExportError, TmaxExportConfig, export_tmax
+
+    config = TmaxExportConfig(store=store, out=out_dir, repo_map=tuple(_repo_map(repo_map)),
+                              include_unvalidated=include_unvalidated, image=image, env_name=env_name)
+    try:
+        summary = export_tmax(config)
+    except (ExportError, StoreError) as exc:
+        fail(str(exc))
+    result = {"out": str(out_dir), "rows": summary.rows, "unvalidated": summary.unvalidated,
+              "skipped_tasks": dict(summary.skipped), "credential_files_left_out": summary.left_out_files,
+              "redactions": dict(summary.redactions)}
+    if as_json:
+        out.print_json(json.dumps(result))
+        return
+    out.print(f"[bold]logmine export tmax[/]: {summary.rows} rows ({summary.unvalidated} unvalidated) → {out_dir}",
+              highlight=False, soft_wrap=True)
+    for reason, n in summary.skipped.most_common():
+        out.print(f"  skipped {n} task(s): {reason}", highlight=False, soft_wrap=True)
+    out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "
+              f"redactions: {sum(summary.redactions.values())}", highlight=False)
+
+
+def _repo_map(items: list[str] | None) -> list[tuple[str, str]]:
+    pairs = []
+    for item in items or []:
+        old, sep, new = item.partition("=")
+        if not sep or not old or not new:
+            fail(f"--repo-map expects OLD=NEW, got {item!r}")
+        pairs.append((old, new))
+    return pairs

@@ -179,3 +179,9 @@ class Store:
                         f"WHERE {spec.gen_column} IN ({spec.live_gens})")
         for view in VIEWS:
             con.execute(view)
+
+
+def fetch_dicts(cursor) -> list[dict]:
+    """The rows of an executed DuckDB query, as dicts keyed by column name."""
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]

@@ -18,6 +18,7 @@ _ids = itertools.count(1)
 class SessionBuilder:
     def __init__(self, cwd: str = "/work/repo", commit: str | None = "a" * 40, source="cli", session_id=None):
         self.session_id = session_id or str(uuid.uuid4())
+        self.cwd = cwd
         self.lines: list[dict] = []
         self._t = 0
         git = {"commit_hash": commit, "branch": "main", "repository_url": "git@example.com:x/y.git"} if commit else {}
@@ -38,8 +39,8 @@ class SessionBuilder:
         return self._add("response_item", {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
 
     def user(self, text: str) -> SessionBuilder:
-        self._message("user", "<environment_context>\n  <cwd>/work/repo</cwd>\n</environment_context>")
-        self._add("turn_context", {"cwd": "/work/repo", "approval_policy": "never", "model": "gpt-5-codex",
+        self._message("user", f"<environment_context>\n  <cwd>{self.cwd}</cwd>\n</environment_context>")
+        self._add("turn_context", {"cwd": self.cwd, "approval_policy": "never", "model": "gpt-5-codex",
                                    "sandbox_policy": {"type": "danger-full-access"}, "summary": "auto"})
         self._message("user", text)
         return self._add("event_msg", {"type": "user_message", "message": text, "images": []})
@@ -51,7 +52,7 @@ class SessionBuilder:
     def run(self, command: str, exit_code: int | None = 0, output: str = "", answered: bool = True) -> SessionBuilder:
         call_id = f"call_{next(_ids)}"
         self._add("response_item", {"type": "function_call", "name": "shell_command", "call_id": call_id,
-                                    "arguments": json.dumps({"command": command, "workdir": "/work/repo"})})
+                                    "arguments": json.dumps({"command": command, "workdir": self.cwd})})
         if answered:
             self._add("response_item", {"type": "function_call_output", "call_id": call_id,
                                         "output": f"Exit code: {exit_code}\nWall time: 0.1 seconds\nOutput:\n{output}"})

@@ -19,7 +19,7 @@ runner = CliRunner()
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"], ["segment"]])
+@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"], ["segment"], ["verify"]])
 def test_help(command):
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0
@@ -127,3 +127,24 @@ def test_segment_errors(tmp_path):
     result = runner.invoke(app, ["segment", "--store", str(store), "--pipeline", str(bad)])
     assert result.exit_code == 1
     assert result.output.strip() == f"Error: unknown setting 'segment.nope' in {bad}"
+
+
+def test_verify_errors(tmp_path):
+    result = runner.invoke(app, ["verify", "--store", str(tmp_path / "none")])
+    assert result.exit_code == 1
+    assert result.output.strip() == (f"Error: no logmine store at {tmp_path / 'none'} "
+                                     "(run `logmine ingest` and `logmine segment` first)")
+    result = runner.invoke(app, ["verify", "--store", str(tmp_path), "--repo-map", "nonsense"])
+    assert result.exit_code == 1
+    assert result.output.strip() == "Error: --repo-map expects OLD=NEW, got 'nonsense'"
+
+
+def test_verify_demo_without_repositories(tmp_path):
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", "--demo", "--store", str(store), "-q"])
+    runner.invoke(app, ["segment", "--store", str(store), "-q"])
+    result = runner.invoke(app, ["verify", "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["rebuilt"] == 0 and summary["tasks"] > 0  # the demo's repositories are not on this machine
+    assert all(set(statuses) == {"not_rebuilt"} for statuses in summary["candidates"].values())

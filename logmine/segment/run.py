@@ -20,7 +20,7 @@ from logmine.segment.commands import CommandClassifier
 from logmine.segment.records import TASKS, VERIFIERS
 from logmine.segment.session import segment_session
 from logmine.segment.tasks import FollowupRules
-from logmine.store import CATALOG, Store
+from logmine.store import CATALOG, Store, fetch_dicts
 
 BATCH_FILES = 200
 
@@ -91,15 +91,15 @@ def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, class
                    summary: SegmentSummary) -> None:
     con = store.con
     paths = [path for path, _, _ in batch]
-    sessions = _rows(con.execute("SELECT * FROM _sessions_raw WHERE source_path IN (SELECT unnest(?))", [paths]))
+    sessions = fetch_dicts(con.execute("SELECT * FROM _sessions_raw WHERE source_path IN (SELECT unnest(?))", [paths]))
     by_path = {s["source_path"]: s for s in sessions}
     events: dict[str, list[dict]] = {p: [] for p in paths}
-    for event in _rows(con.execute(_EVENTS_SQL, [paths])):
+    for event in fetch_dicts(con.execute(_EVENTS_SQL, [paths])):
         raw = event.pop("raw")
         event["ghost_commit"] = orjson.loads(raw)["payload"]["ghost_commit"].get("id") if raw else None
         events[event.pop("source_path")].append(event)
     calls: dict[str, dict[str, dict]] = {p: {} for p in paths}
-    for call in _rows(con.execute(_CALLS_SQL, [paths])):
+    for call in fetch_dicts(con.execute(_CALLS_SQL, [paths])):
         calls[call.pop("source_path")][call["call_id"]] = call
     tasks, verifiers, state = [], [], []
     for path, file_gen, consumed in batch:
@@ -137,8 +137,3 @@ def _why_no_candidate(task: dict) -> str:
     if task["aborted"]:
         return "aborted before any edit or test"
     return "no patch edit and no test or check command"
-
-
-def _rows(cursor) -> list[dict]:
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]

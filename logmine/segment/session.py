@@ -76,7 +76,7 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
             else:
                 work.commands.append({"seq": event["seq"], "command": command, "workdir": event["workdir"],
                                       "exit_code": exit_code})
-        elif event["kind"] == "patch" and _patch_applied(call):
+        elif event["kind"] == "patch" and patch_applied(call):
             ops.append(FileOp.from_dict(orjson.loads(event["arguments"])))
             work.edit_seqs.append(event["seq"])
             if not patch_calls or patch_calls[-1]["call_id"] != event["call_id"]:
@@ -151,7 +151,8 @@ def _final_message(span: TaskSpan) -> str | None:
     return final
 
 
-def _patch_applied(call: dict | None) -> bool:
+def patch_applied(call: dict | None) -> bool:
+    """Did the apply_patch call (its ``tool_calls`` row) succeed? Without an output, it did not."""
     if call is None:
         return False
     if call["exit_code"] is not None:

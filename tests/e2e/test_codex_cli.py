@@ -407,3 +407,60 @@ def test_segment_matches_the_worked_repository(ingested: Ingested):
     got, expected = net(got), net(expected)
     assert got == expected, diff
     assert got_deleted == deleted == {"scratch.txt"}
+
+
+def test_verify_validates_the_fixadd_task(ingested: Ingested):
+    import duckdb
+
+    from logmine.segment import SegmentConfig, segment
+    from logmine.verify import VerifyConfig, verify
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    ingested.con.close()
+    segment(SegmentConfig(store=ingested.store))
+    summary = verify(VerifyConfig(store=ingested.store))
+    ingested.con = duckdb.connect(str(ingested.store / "catalog.duckdb"), read_only=True)
+    assert summary.rebuilt == summary.tasks == 2, ingested.context()
+    rows = ingested.rows("SELECT t.index, v.kind, v.mode, v.status, v.status_reason, v.before_excerpt, "
+                         "v.after_excerpt FROM verifiers v JOIN tasks t USING (task_id) ORDER BY t.index, v.kind")
+    first = [r for r in rows if r["index"] == 0 and r["kind"] == "test_command"]
+    assert [r["status"] for r in first] == ["validated"], rows
+    assert all(r["status"] in ("validated", "passes_at_start", "fails_after") for r in rows), rows
+
+
+def test_tmax_bundle_of_the_real_session_runs(ingested: Ingested, tmp_path):
+    """The fixadd task's bundle: reward 0 on the start state, 1 after solution/solve.sh (in the sandbox)."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+    from logmine.sandbox import open_sandbox
+    from logmine.segment import SegmentConfig, segment
+    from logmine.verify import VerifyConfig, verify
+
+    if shutil.which("bwrap") is None:
+        pytest.skip("bubblewrap (bwrap) is not installed")
+    ingested.con.close()
+    segment(SegmentConfig(store=ingested.store))
+    verify(VerifyConfig(store=ingested.store))
+    summary = export_tmax(TmaxExportConfig(store=ingested.store, out=tmp_path / "out"))
+    ingested.con = duckdb.connect(str(ingested.store / "catalog.duckdb"), read_only=True)
+    assert summary.rows >= 1, summary
+    first = ingested.rows("SELECT task_id FROM tasks WHERE index = 0")[0]["task_id"]
+    assert first in pq.read_table(tmp_path / "out/data/train-00000-of-00001.parquet").column("ground_truth").to_pylist()
+    bundle = tmp_path / "out/tasks" / first
+    for secret in ingested.gen.secrets.values():
+        for path in bundle.rglob("*"):
+            assert not path.is_file() or secret not in path.read_text(errors="replace"), path
+    env = "WORKSPACE=/workspace TESTS_DIR=/workspace/.tests LOGS_DIR=/workspace/.logs"
+    for solve, reward in ((False, "0"), (True, "1")):
+        with open_sandbox(bundle / "environment/seeds", mount_at="/workspace") as box:
+            files = {f".tests/{p.relative_to(bundle / 'tests')}": p.read_text()
+                     for p in (bundle / "tests").rglob("*") if p.is_file()}
+            files[".solution/solve.sh"] = (bundle / "solution/solve.sh").read_text()
+            box.install_files(files)
+            if solve:
+                box.run(f"{env} bash /workspace/.solution/solve.sh")
+            box.run(f"{env} bash /workspace/.tests/test.sh")
+            assert (Path(box.workspace) / ".logs/reward.txt").read_text().strip() == reward, solve

@@ -1,0 +1,232 @@
+"""``logmine export tmax``: RL rows in TMax's exact schema, with a runnable task bundle per row.
+
+Rows have exactly TMax's columns — ``messages`` ([system, user]), ``ground_truth`` (the task id),
+``dataset`` ("passthrough": the reward comes from the environment), ``env_config``
+(``{env_name, image, task_id}``) and ``source`` — and each is validated against
+``schemas/tmax_row.schema.json`` before it is written. Bundles are described in
+:mod:`logmine.export.bundle`; ``docs/export-tmax.md`` says how open-instruct and Harbor use them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from logmine.export import bundle
+from logmine.ingest.redact import Redactor
+from logmine.store import CATALOG, Store, fetch_dicts
+from logmine.verify.run import load_task
+from logmine.verify.task import TaskInput
+from logmine.verify.workspace import NotRebuilt, rebuild
+
+SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
+SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+SYSTEM_PROMPT = (
+    "You are a helpful coding assistant. You have access to a bash terminal: call the `bash` tool with "
+    "one command at a time; the working directory, `cd` and exported variables persist between calls. "
+    "Work in /workspace. When the task is done, submit by running: echo " + SUBMIT
+)
+_USER = (
+    "Please solve this task:\n\n{prompt}\n\n## Important Rules\n"
+    "1. Every response must contain exactly one tool call to `bash`.\n"
+    "2. The project is in /workspace{where}.\n"
+    "3. Do not use interactive commands; wrap long-running ones in `timeout`.\n"
+    "4. When you are done, run `echo " + SUBMIT + "` as its own command."
+)
+_KIND_RANK = {"test_command": 0, "check_command": 1, "file_diff": 2}
+
+ROW_SCHEMA = pa.schema([
+    ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+    ("ground_truth", pa.string()),
+    ("dataset", pa.string()),
+    ("env_config", pa.struct([("env_name", pa.string()), ("image", pa.string()), ("task_id", pa.string())])),
+    ("source", pa.string()),
+])
+
+
+class ExportError(RuntimeError):
+    """The export cannot run (no store, no tasks, output not writable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TmaxExportConfig:
+    store: Path
+    out: Path
+    repo_map: tuple[tuple[str, str], ...] = ()
+    include_unvalidated: bool = False
+    image: str = "python:3.11-slim"
+    env_name: str = "swerl_vanillux_sandbox"
+    source: str = "logmine"
+    agent_timeout_s: int = 600
+    verifier_timeout_s: int = 120
+    cpus: int = 1
+    memory_mb: int = 2048
+
+
+@dataclass
+class TmaxExportSummary:
+    rows: int = 0
+    unvalidated: int = 0
+    skipped: Counter = field(default_factory=Counter)  # tasks not exported, by reason
+    left_out_files: int = 0  # credential files kept out of the seeds
+    redactions: Counter = field(default_factory=Counter)
+    out: Path | None = None
+
+
+def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] | None = None) -> TmaxExportSummary:
+    """Write ``OUT/data/train-00000-of-00001.parquet``, ``OUT/tasks/<task_id>/``,
+    ``OUT/task-data.tar.gz`` and ``OUT/README.md``."""
+    if not (config.store / CATALOG).exists():
+        raise ExportError(f"no logmine store at {config.store}")
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
+    summary, redactor, rows = TmaxExportSummary(out=config.out), Redactor(), []
+    tasks_dir = config.out / "tasks"
+    try:
+        tasks_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"cannot write to {config.out}: {exc.strerror}") from exc
+    with Store(config.store) as store:
+        tasks = fetch_dicts(store.con.execute("SELECT * FROM tasks ORDER BY source_path, index"))
+        for done, task in enumerate(tasks, 1):
+            item = load_task(store, task)
+            statuses = fetch_dicts(store.con.execute(
+                "SELECT verifier_id, status FROM verifiers WHERE task_id = ? AND seg_gen = ?",
+                [task["task_id"], task["seg_gen"]]))
+            status = {s["verifier_id"]: s["status"] for s in statuses}
+            row, reason = _export_task(item, status, config, tasks_dir, redactor, summary)
+            if row is not None:
+                errors = sorted(e.message for e in validator.iter_errors(row))
+                if errors:
+                    reason = f"invalid row: {errors[0]}"
+                    shutil.rmtree(tasks_dir / task["task_id"], ignore_errors=True)
+                else:
+                    rows.append(row)
+            if reason:
+                summary.skipped[reason.split(":")[0]] += 1
+            if progress:
+                progress(done, len(tasks))
+    _write_outputs(config, rows, summary)
+    summary.rows, summary.redactions = len(rows), redactor.counts
+    return summary
+
+
+def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConfig, tasks_dir: Path,
+                 redactor: Redactor, summary: TmaxExportSummary) -> tuple[dict | None, str | None]:
+    task = item.task
+    validated = [c for c in item.candidates if status.get(c["verifier_id"]) == "validated"]
+    candidates = validated or (item.candidates if config.include_unvalidated else [])
+    if not candidates:
+        return None, "no validated verifier" if item.candidates else "no verifier candidate"
+    verifier = min(candidates, key=lambda c: (_KIND_RANK[c["kind"]], -c["strength"], c["mode"] or ""))
+    with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
+        try:
+            state = rebuild(orjson.loads(task["start_state"]), item.prior_ops, dict(config.repo_map),
+                            Path(tmp) / "start")
+        except NotRebuilt as exc:
+            return None, f"start state not rebuilt: {exc}"
+        target = tasks_dir / task["task_id"]
+        shutil.rmtree(target, ignore_errors=True)
+        left_out = bundle.write_seeds(state.path, target / "environment" / "seeds", redactor)
+        summary.left_out_files += len(left_out)
+        rel = os.path.relpath(state.cwd, state.root)
+        scratch = Path(tmp) / "scratch"
+        shutil.copytree(state.path, scratch, symlinks=True)
+        solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
+        end = {p: _read(scratch / rel / p) for c in item.candidates if c["kind"] == "file_diff"
+               for p in (f["path"] for f in orjson.loads(c["files"]))}
+    instruction = _USER.format(prompt=task["prompt"], where="" if rel == "." else f"/{rel}")
+    _write_bundle(target, verifier, instruction, rel, solve, end, config, task)
+    unvalidated = not validated
+    summary.unvalidated += unvalidated
+    row = {
+        "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}],
+        "ground_truth": task["task_id"],
+        "dataset": "passthrough",
+        "env_config": {"env_name": config.env_name, "image": config.image, "task_id": task["task_id"]},
+        "source": config.source + (":unvalidated" if unvalidated else ""),
+    }
+    return row, None
+
+
+def _write_bundle(target: Path, verifier: dict, instruction: str, rel: str, solve: str,
+                  end: dict[str, str | None], config: TmaxExportConfig, task: dict) -> None:
+    files = {
+        "instruction.md": instruction + "\n",
+        "task.toml": _task_toml(config, task, verifier),
+        "environment/Dockerfile": f"FROM {config.image}\nWORKDIR /workspace\nCOPY seeds/ /workspace/\n",
+        "tests/test.sh": bundle.test_sh(verifier, rel),
+        "solution/solve.sh": solve,
+    }
+    if verifier["kind"] == "file_diff":
+        files["tests/grade_files.py"], files["tests/expected.json"] = bundle.grade_files(verifier, end)
+    for hidden in orjson.loads(verifier["files"] or "[]") if verifier["kind"] == "test_command" else []:
+        if hidden.get("content") is not None:
+            files[os.path.normpath(os.path.join("tests/hidden", rel, hidden["path"]))] = hidden["content"]
+    for name, text in files.items():
+        path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if name.endswith(".sh"):
+            path.chmod(0o755)
+
+
+def _task_toml(config: TmaxExportConfig, task: dict, verifier: dict) -> str:
+    return (
+        'version = "1.0"\n\n[metadata]\n'
+        f'task_id = "{task["task_id"]}"\nsource = "{config.source}"\nverifier_kind = "{verifier["kind"]}"\n'
+        f'tmax_kind = "{verifier["tmax_kind"]}"\n\n'
+        f"[agent]\ntimeout_sec = {float(config.agent_timeout_s)}\n\n"
+        f"[verifier]\ntimeout_sec = {float(config.verifier_timeout_s)}\n\n"
+        f'[environment]\ndocker_image = "{config.image}"\ncpus = {config.cpus}\nmemory_mb = {config.memory_mb}\n'
+        "allow_internet = false\n"
+    )
+
+
+def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExportSummary) -> None:
+    data = config.out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), data / "train-00000-of-00001.parquet")
+    with tarfile.open(config.out / "task-data.tar.gz", "w:gz") as tar:
+        for row in rows:
+            tar.add(config.out / "tasks" / row["ground_truth"], arcname=row["ground_truth"])
+    (config.out / "README.md").write_text(_CARD.format(rows=len(rows), unvalidated=summary.unvalidated,
+                                                       left_out=summary.left_out_files, image=config.image,
+                                                       env=config.env_name))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+_CARD = """---
+tags: [logmine, tmax, terminal-agents, rl]
+---
+# logmine TMax export
+
+{rows} tasks mined from Codex CLI sessions, in the row format of `allenai/tmax-15k-open-instruct`
+(`messages`, `ground_truth`, `dataset`, `env_config`, `source`), with one runnable task bundle per
+row under `tasks/` and the same bundles in `task-data.tar.gz`. {unvalidated} rows are not validated
+(`source` ends in `:unvalidated`); the others have a verifier that failed on the task's start state
+and passed after replaying the original work.
+
+- Environment: `env_name = {env}`, image `{image}`; the seeds become `/workspace`, `tests/` is put at
+  `/tests` only at grading time, `tests/test.sh` writes 1 or 0 to `/logs/verifier/reward.txt`.
+- Redaction: the workspace snapshots went through the same secret redaction as the logs;
+  {left_out} credential files (`.env`, keys, cloud configs, `.git`) were left out.
+- Usage: see logmine's `docs/export-tmax.md` (open-instruct's TMax environment, Harbor).
+"""

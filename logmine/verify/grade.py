@@ -1,0 +1,81 @@
+"""Grade one verifier candidate on a sandboxed workspace.
+
+- ``test_command`` / ``check_command``: the command, run fresh in the candidate's workdir, must exit
+  0. A test candidate's hidden test files are written in from their recorded content first, so
+  whatever the agent did to them does not count.
+- ``file_diff`` ``exact``: every file has its expected end-of-task content (a deleted file is absent).
+- ``file_diff`` ``hunks``: every line the task added is present, every line it removed is absent.
+
+A grade is ``passed`` True/False, or None when it could not be scored (sandbox error, timeout):
+an infrastructure failure is never a fail.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from logmine.verify.workspace import within
+
+EXCERPT = 600
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    passed: bool | None
+    exit_code: int | None = None
+    seconds: float = 0.0
+    excerpt: str = ""
+
+
+def grade(sandbox, candidate: dict, cwd: str, expected: dict[str, str | None]) -> Grade:
+    """``cwd``: the session's original cwd (inside the sandbox); ``expected``: end-of-task file
+    contents by path relative to ``cwd`` (None: deleted), used by exact file diffs."""
+    if candidate["kind"] == "file_diff":
+        return _file_diff(Path(sandbox.workspace), sandbox.mount_at, candidate, cwd, expected)
+    hidden = [f for f in orjson.loads(candidate["files"] or "[]") if f.get("content") is not None]
+    if hidden:
+        rel = os.path.relpath(cwd, sandbox.mount_at)
+        sandbox.install_files({os.path.normpath(os.path.join(rel, f["path"])): f["content"] for f in hidden})
+    workdir = candidate["workdir"]  # one outside the rebuilt repository does not exist in the sandbox
+    result = sandbox.run(candidate["command"], cwd=workdir if within(workdir, sandbox.mount_at) else cwd)
+    excerpt = result.output[-EXCERPT:]
+    if result.unscored:
+        reason = result.error or f"grader timed out after {result.duration_s:.0f} s"
+        return Grade(None, result.exit_code, result.duration_s, f"{reason}\n{excerpt}".strip())
+    return Grade(result.exit_code == 0, result.exit_code, result.duration_s, excerpt)
+
+
+def _file_diff(workspace: Path, mount_at: str, candidate: dict, cwd: str, expected: dict[str, str | None]) -> Grade:
+    started = time.monotonic()
+    base = workspace / os.path.relpath(cwd, mount_at)
+    problems = []
+    for change in orjson.loads(candidate["files"]):
+        path = change["path"]
+        text = _read(base / path)
+        if candidate["mode"] == "exact":
+            want = change["content"] if change["content"] is not None or change["op"] == "delete" else expected.get(path)
+            if text != want:
+                problems.append(f"{path}: " + ("missing" if text is None else "absent expected" if want is None
+                                               else "content differs"))
+        elif change["op"] != "delete":
+            lines = Counter((text or "").splitlines())
+            missing = Counter(change["added"]) - lines
+            present = [line for line in change["removed"] if line in lines and line not in change["added"]]
+            if missing:
+                problems.append(f"{path}: {sum(missing.values())} added line(s) missing")
+            if present:
+                problems.append(f"{path}: {len(present)} removed line(s) still present")
+    return Grade(not problems, None, time.monotonic() - started, "; ".join(problems)[:EXCERPT])
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text() if path.is_file() and not path.is_symlink() else None
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,108 @@
+"""export tmax: TMax rows and Harbor-style bundles that really run in the sandbox."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import jsonschema
+import pyarrow.parquet as pq
+import pytest
+
+from logmine.export.tmax import SCHEMA, SUBMIT, TmaxExportConfig, export_tmax
+from logmine.ingest import IngestConfig, ingest
+from logmine.sandbox import open_sandbox
+from logmine.segment import SegmentConfig, segment
+from logmine.verify import VerifyConfig, verify
+from session_builder import SessionBuilder
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
+TESTS = "python3 -B -m unittest -q"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("tmax")
+    repo = tmp / "work" / "proj"
+    repo.mkdir(parents=True)
+    (repo / "calc.py").write_text(CALC)
+    (repo / "test_calc.py").write_text(TEST_CALC)
+    (repo / ".env").write_text("API_TOKEN=abc123\n")  # a credential file: must not leave the machine
+    (repo / "notes.txt").write_text("deploy with ghp_" + "FAKE0123456789abcdefghijklmnopqrstuv"[:36] + "\n")
+    for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "s"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    builder = (SessionBuilder(cwd=str(repo), commit=commit)
+               .user("Fix add so the tests pass").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
+               .user("Explain what calc does").agent("It adds."))
+    builder.write(tmp / "sessions")
+    store = tmp / "store"
+    ingest(IngestConfig(paths=(tmp / "sessions",), store=store, jobs=1))
+    segment(SegmentConfig(store=store))
+    verify(VerifyConfig(store=store))
+    out = tmp / "out"
+    return out, export_tmax(TmaxExportConfig(store=store, out=out))
+
+
+def test_rows_have_exactly_tmax_columns(exported):
+    out, summary = exported
+    table = pq.read_table(out / "data/train-00000-of-00001.parquet")
+    assert table.column_names == ["messages", "ground_truth", "dataset", "env_config", "source"]
+    rows = table.to_pylist()
+    assert len(rows) == summary.rows == 1 and summary.skipped == {"no verifier candidate": 1}
+    schema = json.loads(SCHEMA.read_text())
+    for row in rows:
+        jsonschema.validate(row, schema)
+    row = rows[0]
+    assert [m["role"] for m in row["messages"]] == ["system", "user"]
+    assert SUBMIT in row["messages"][0]["content"] and "Fix add so the tests pass" in row["messages"][1]["content"]
+    assert row["dataset"] == "passthrough" and row["source"] == "logmine"
+    assert row["env_config"] == {"env_name": "swerl_vanillux_sandbox", "image": "python:3.11-slim",
+                                 "task_id": row["ground_truth"]}
+
+
+def test_bundle_layout_and_redaction(exported):
+    out, summary = exported
+    task_id = pq.read_table(out / "data/train-00000-of-00001.parquet").column("ground_truth")[0].as_py()
+    bundle = out / "tasks" / task_id
+    for name in ("instruction.md", "task.toml", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh",
+                 "environment/seeds/calc.py", "environment/seeds/test_calc.py"):
+        assert (bundle / name).is_file(), name
+    seeds = bundle / "environment/seeds"
+    assert not (seeds / ".env").exists() and not (seeds / ".git").exists()
+    assert "ghp_" not in (seeds / "notes.txt").read_text() and "[REDACTED:github_token]" in (seeds / "notes.txt").read_text()
+    assert (seeds / "calc.py").read_text() == CALC  # the start state, not the end
+    assert "allow_internet = false" in (bundle / "task.toml").read_text()
+    with tarfile.open(out / "task-data.tar.gz") as tar:
+        assert f"{task_id}/tests/test.sh" in tar.getnames()
+    assert summary.left_out_files >= 2  # .env and .git
+
+
+def _reward(box, bundle: Path, solve: bool) -> str:
+    files = {f".tests/{p.relative_to(bundle / 'tests')}": p.read_text() for p in (bundle / "tests").rglob("*") if p.is_file()}
+    files[".solution/solve.sh"] = (bundle / "solution/solve.sh").read_text()
+    box.install_files(files)
+    env = "WORKSPACE=/workspace TESTS_DIR=/workspace/.tests LOGS_DIR=/workspace/.logs"
+    if solve:
+        assert box.run(f"{env} bash /workspace/.solution/solve.sh").exit_code is not None
+    result = box.run(f"{env} bash /workspace/.tests/test.sh")
+    assert result.exit_code == 0, result.output
+    return (Path(box.workspace) / ".logs/reward.txt").read_text().strip()
+
+
+def test_bundle_rewards_zero_at_start_and_one_after_solve(exported):
+    out, _ = exported
+    task_id = pq.read_table(out / "data/train-00000-of-00001.parquet").column("ground_truth")[0].as_py()
+    bundle = out / "tasks" / task_id
+    with open_sandbox(bundle / "environment/seeds", mount_at="/workspace") as box:
+        assert _reward(box, bundle, solve=False) == "0"
+    with open_sandbox(bundle / "environment/seeds", mount_at="/workspace") as box:
+        assert _reward(box, bundle, solve=True) == "1"
