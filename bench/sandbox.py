@@ -15,7 +15,7 @@ Measured, interleaved so that drift hits both alike, after warm-up runs:
 * shell command: ``shell.run("true")`` in a persistent shell (informational: no new process);
 * open + close: ``open_sandbox`` and ``close`` of that workspace (informational: verify opens two
   sandboxes per task);
-* full verify of one task: filled in by the verify stage (skipped while it is not available).
+* full verify of one task: `logmine.verify.verify` on a one-task store (ingest and segment untimed).
 
 Targets (the sandbox issue): sandbox run ≤ 3× bare and ≤ 20 ms above it (medians).
 """
@@ -23,7 +23,6 @@ Targets (the sandbox issue): sandbox run ≤ 3× bare and ≤ 20 ms above it (me
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import platform
@@ -64,12 +63,38 @@ def _summary(samples: list[float]) -> dict[str, float]:
 def full_verify_seconds() -> tuple[float | None, str]:
     """Seconds of a full verify of one task, or None and why it was not measured.
 
-    To be filled in by the verify stage: build a store with one task (ingest + segment a session
-    over a small git repository) and time ``logmine.verify.verify`` on it.
+    The task: a two-file git repository whose unittest fails, a session (written the way the Codex
+    CLI writes G2 files, by tests/session_builder.py) that runs the tests, patches the bug and runs
+    them again; ingest and segment are not timed, ``logmine.verify.verify`` is.
     """
-    if importlib.util.find_spec("logmine.verify") is None:
-        return None, "skipped: logmine.verify is not available yet"
-    return None, "skipped: not measured yet (the verify stage fills in full_verify_seconds in bench/sandbox.py)"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from session_builder import SessionBuilder
+
+    from logmine.ingest import IngestConfig, ingest
+    from logmine.segment import SegmentConfig, segment
+    from logmine.verify import VerifyConfig, verify
+
+    with tempfile.TemporaryDirectory(prefix="logmine-bench-verify-") as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        (repo / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+        (repo / "test_calc.py").write_text("import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+                                           "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+        for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.email=b@b", "-c", "user.name=b", "commit", "-qm", "s"]):
+            subprocess.run(["git", *cmd], cwd=repo, check=True)
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+        fix = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
+        tests = "python3 -B -m unittest -q"
+        (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(tests, 1).patch(fix).run(tests, 0)
+         .agent("Fixed.").write(Path(tmp) / "sessions"))
+        store = Path(tmp) / "store"
+        ingest(IngestConfig(paths=(Path(tmp) / "sessions",), store=store, jobs=1))
+        segment(SegmentConfig(store=store))
+        started = time.perf_counter()
+        summary = verify(VerifyConfig(store=store, jobs=1))
+        seconds = time.perf_counter() - started
+        validated = sum(n for (_, status), n in summary.statuses.items() if status == "validated")
+        return seconds, f"1 task, {sum(summary.statuses.values())} candidates, {validated} validated"
 
 
 def measure(n: int, warmup: int) -> dict:
