@@ -49,6 +49,14 @@ def fail(message: str, hint: str | None = None) -> None:
     raise typer.Exit(1)
 
 
+def _counting_progress(label: str, unit: str, show: bool):
+    """A progress bar over counted items and the ``(done, total)`` callback that drives it."""
+    progress = Progress(TextColumn(label), BarColumn(), TextColumn(f"{{task.completed}}/{{task.total}} {unit}"),
+                        TimeRemainingColumn(), console=err, disable=not (show and err.is_terminal), transient=True)
+    task = progress.add_task(label, total=None)
+    return progress, lambda done, total: progress.update(task, completed=done, total=total)
+
+
 @app.callback(invoke_without_command=True)
 def main(version: Annotated[bool, typer.Option("--version", help="Print the version and exit.")] = False) -> None:
     if version:
@@ -133,13 +141,10 @@ def segment_cmd(
     Incremental: only sessions whose files changed since the last run are segmented again.
     """
     config = SegmentConfig(store=store, pipeline=pipeline)
-    show = not quiet and not as_json and err.is_terminal
-    progress = Progress(TextColumn("segment"), BarColumn(), TextColumn("{task.completed}/{task.total} sessions"),
-                        console=err, disable=not show, transient=True)
-    task = progress.add_task("segment", total=None)
+    progress, report = _counting_progress("segment", "sessions", show=not quiet and not as_json)
     try:
         with progress:
-            summary = segment(config, progress=lambda done, total: progress.update(task, completed=done, total=total))
+            summary = segment(config, progress=report)
     except (NothingToSegment, PipelineError, StoreError) as exc:
         fail(str(exc), "run `logmine ingest` first" if isinstance(exc, NothingToSegment) else None)
     if as_json:
@@ -165,13 +170,10 @@ def verify_cmd(
     Resumable: tasks already verified for their current segmentation are skipped.
     """
     config = VerifyConfig(store=store, repo_map=tuple(_repo_map(repo_map)), jobs=jobs, backend=backend, timeout_s=timeout)
-    show = not quiet and not as_json and err.is_terminal
-    progress = Progress(TextColumn("verify"), BarColumn(), TextColumn("{task.completed}/{task.total} tasks"),
-                        TimeRemainingColumn(), console=err, disable=not show, transient=True)
-    task = progress.add_task("verify", total=None)
+    progress, report = _counting_progress("verify", "tasks", show=not quiet and not as_json)
     try:
         with progress:
-            summary = verify(config, progress=lambda done, total: progress.update(task, completed=done, total=total))
+            summary = verify(config, progress=report)
     except NothingToVerify as exc:
         fail(str(exc), "run `logmine ingest` and `logmine segment` first")
     except StoreError as exc:

@@ -1,12 +1,9 @@
 """Ingest stage: Codex session logs on disk → redacted canonical tables in a Parquet + DuckDB store.
 
-Names are loaded lazily so that ``logmine.ingest.records`` (the schemas, needed by the store's
-catalog) can be imported without pulling in the stage's runner.
+Names are loaded lazily (:mod:`logmine.lazy`): the store's catalog imports this stage's records.
 """
 
-from __future__ import annotations
-
-import importlib
+from logmine.lazy import lazy_exports
 
 _EXPORTS = {
     "IngestConfig": "logmine.ingest.run",
@@ -17,9 +14,4 @@ _EXPORTS = {
     "StoreError": "logmine.store",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'logmine.ingest' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

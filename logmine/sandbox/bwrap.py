@@ -31,14 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .hostview import SYSTEM_DIRS, host_view, python_roots, under, under_any
-from .identity import Identity, drop_argv, sandbox_identity
+from .identity import Identity, drop_argv
 from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, host_interpreter, patch_source, start_token, startup_env
-from .inside import write_tools
 from .isolated import IsolatedSandbox
 from .limits import MIB, Limits
 from .process import Launched, spawn
 from .result import SandboxError
-from .workspace import Workspace
+from .workspace import prepare
 
 HOME = "/tmp/home"
 PATH = f"{TOOL_BIN}:/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin:/usr/local/sbin"
@@ -62,17 +61,8 @@ class Layout:
 def open_bwrap(source: Path, *, mount_at: str, limits: Limits, network: bool) -> IsolatedSandbox:
     """Copy ``source`` and return a sandbox over the copy. Raises SandboxError or ValueError."""
     mount_at = check_mount_at(mount_at)
-    try:
-        identity = sandbox_identity()
-    except OSError as exc:
-        raise SandboxError(str(exc)) from exc
-    state = Workspace.create(source, identity)
-    try:
-        write_tools(state.root / "tool", str(host_interpreter()), limits)
-        _write_accounts(state.root / "etc", identity)
-    except OSError as exc:
-        state.remove()
-        raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
+    identity, state = prepare(source, str(host_interpreter()), limits,
+                              lambda ws, ident: _write_accounts(ws.root / "etc", ident))
     layout = Layout(state.path, state.root / "tool", state.root / "etc", patch_source(), mount_at)
     return IsolatedSandbox(state, BwrapBackend(layout, identity, limits, network), mount_at, limits)
 

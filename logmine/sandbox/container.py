@@ -23,13 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .hostview import under
-from .identity import Identity, sandbox_identity
+from .identity import Identity
 from .isolated import IsolatedSandbox
-from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env, write_tools
+from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env
 from .limits import MIB, Limits
 from .process import Launched, spawn
 from .result import SandboxError
-from .workspace import Workspace
+from .workspace import Workspace, prepare
 
 ENGINES = ("docker", "podman")
 HOME = "/tmp/home"
@@ -67,16 +67,7 @@ def open_container(engine: str, source: Path, *, image: str | None, mount_at: st
     mount_at = normal
     if not engine_available(engine):
         raise SandboxError(f"the {engine} backend cannot run here: no {engine} engine is reachable")
-    try:
-        identity = sandbox_identity()
-    except OSError as exc:
-        raise SandboxError(str(exc)) from exc
-    state = Workspace.create(source, identity)
-    try:
-        write_tools(state.root / "tool", "python3", limits)
-    except OSError as exc:
-        state.remove()
-        raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
+    identity, state = prepare(source, "python3", limits)
     backend = ContainerBackend(engine, image, state, mount_at, identity, limits, network)
     return IsolatedSandbox(state, backend, mount_at, limits)
 

@@ -17,9 +17,12 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-from .identity import Identity
+from .identity import Identity, sandbox_identity
+from .inside import write_tools
+from .limits import Limits
 from .result import SandboxError
 
 
@@ -159,3 +162,24 @@ def _force_remove(func, path: str, exc: BaseException) -> None:
         _rmtree(path)
     else:
         func(path)
+
+
+def prepare(source: Path, interpreter: str, limits: Limits,
+            extra: Callable[[Workspace, Identity], None] | None = None) -> tuple[Identity, Workspace]:
+    """A fresh sandbox identity and a copy of ``source`` with the in-sandbox tools written beside it.
+
+    ``extra`` adds backend-specific files; any failure removes the copy and raises SandboxError.
+    """
+    try:
+        identity = sandbox_identity()
+    except OSError as exc:
+        raise SandboxError(str(exc)) from exc
+    state = Workspace.create(source, identity)
+    try:
+        write_tools(state.root / "tool", interpreter, limits)
+        if extra is not None:
+            extra(state, identity)
+    except OSError as exc:
+        state.remove()
+        raise SandboxError(f"could not prepare the sandbox: {exc}") from exc
+    return identity, state
