@@ -32,7 +32,7 @@ from logmine.patch import (
 from logmine.patch import _apply as apply_module
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = REPO_ROOT.parent / "shared" / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"  # copies of shared/fixtures (see tests/fixtures/README.md)
 BAD_HEADER = (
     "is not a valid hunk header. Valid hunk headers: "
     "'*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'"
