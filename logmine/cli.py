@@ -233,3 +233,52 @@ def _repo_map(items: list[str] | None) -> list[tuple[str, str]]:
             fail(f"--repo-map expects OLD=NEW, got {item!r}")
         pairs.append((old, new))
     return pairs
+
+
+@export_app.command("sft")
+def export_sft_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output dataset directory (data/, tokens/, README.md).")],
+    store: StoreOpt = Path("logmine-store"),
+    lam: Annotated[float, typer.Option("--lambda", help="ActObs λ: loss weight of observation tokens (0: "
+                                       "action-only SFT).", min=0.0)] = 1.0,
+    tokenizer: Annotated[Optional[Path], typer.Option(
+        help="Local tokenizer directory: also write input_ids, loss_weights and per-token source.")] = None,
+    min_verifier: Annotated[str, typer.Option(help="validated, candidate or any.")] = "validated",
+    tools: Annotated[str, typer.Option(help="canonical (bash + apply_patch) or raw (Codex's tool names).")] =
+        "canonical",
+    reasoning: Annotated[str, typer.Option(help="drop, or summary (kept as reasoning_content).")] = "drop",
+    on_unstable: Annotated[str, typer.Option(help="A conversation whose rendering is not prefix-stable: "
+                                             "drop, or split (one example per turn).")] = "drop",
+    max_chars: Annotated[Optional[int], typer.Option(help="Drop conversations longer than this.", min=1)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Drop token examples longer than this.", min=1)] = None,
+    dedupe: Annotated[bool, typer.Option(help="Export identical conversations once.")] = True,
+    overwrite: Annotated[bool, typer.Option(help="Replace a non-empty output directory.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """ActObs-weighted SFT data: one chat example per task (messages + tools), and with --tokenizer the
+    token-level form (action 1, observation λ, scaffold 0), as a Hugging Face dataset directory."""
+    from logmine.export.sft import SftExportConfig, SftExportError, export_sft
+
+    config = SftExportConfig(store=store, out=out_dir, min_verifier=min_verifier, tools=tools, reasoning=reasoning,
+                             tokenizer=tokenizer, lam=lam, on_unstable=on_unstable, max_chars=max_chars,
+                             max_tokens=max_tokens, dedupe=dedupe, overwrite=overwrite)
+    progress, report = _counting_progress("export sft", "tasks", show=not quiet and not as_json)
+    try:
+        with progress:
+            summary = export_sft(config, progress=report)
+    except (SftExportError, StoreError) as exc:
+        fail(str(exc))
+    result = {"out": str(out_dir), "tasks": summary.tasks, "examples": summary.examples,
+              "token_examples": summary.token_examples, "duplicates": summary.duplicates,
+              "dropped": dict(summary.dropped), "unstable": dict(summary.unstable), "tokens": dict(summary.tokens),
+              "elapsed_s": round(summary.elapsed_s, 3)}
+    if as_json:
+        out.print_json(json.dumps(result))
+        return
+    out.print(f"[bold]logmine export sft[/]: {summary.examples} examples ({summary.token_examples} tokenized) "
+              f"from {summary.tasks} tasks → {out_dir}", highlight=False, soft_wrap=True)
+    for reason, n in summary.dropped.most_common():
+        out.print(f"  dropped {n} task(s): {reason}", highlight=False, soft_wrap=True)
+    if summary.tokens:
+        out.print("  tokens: " + ", ".join(f"{k} {v}" for k, v in summary.tokens.most_common()), highlight=False)

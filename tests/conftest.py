@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from logmine.ingest import IngestConfig, ingest
+
+# Nothing is ever downloaded from a model hub: tests build tiny tokenizers and models locally.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -19,7 +19,8 @@ runner = CliRunner()
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"], ["segment"], ["verify"]])
+@pytest.mark.parametrize("command", [[], ["ingest"], ["stats"], ["segment"], ["verify"], ["export"],
+                                     ["export", "tmax"], ["export", "sft"]])
 def test_help(command):
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0
@@ -148,3 +149,37 @@ def test_verify_demo_without_repositories(tmp_path):
     summary = json.loads(result.output)
     assert summary["rebuilt"] == 0 and summary["tasks"] > 0  # the demo's repositories are not on this machine
     assert all(set(statuses) == {"not_rebuilt"} for statuses in summary["candidates"].values())
+
+
+def test_export_commands_on_the_demo(tmp_path):
+    import sys
+
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(Path(__file__).parent / "export"))
+    from tiny_tokenizer import save_tiny_tokenizer
+
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", "--demo", "--store", str(store), "-q"])
+    runner.invoke(app, ["segment", "--store", str(store), "-q"])
+    tokenizer = save_tiny_tokenizer(tmp_path / "tok")
+    result = runner.invoke(app, ["export", "sft", "--store", str(store), "--out", str(tmp_path / "sft"),
+                                 "--min-verifier", "any", "--tokenizer", str(tokenizer), "--lambda", "0.1", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["examples"] == 11 and summary["token_examples"] > 0 and summary["dropped"] == {"no agent turn": 1}
+    tokens = pq.read_table(next((tmp_path / "sft/tokens").glob("*.parquet"))).to_pylist()[0]
+    assert set(tokens["loss_weights"]) <= {0.0, 0.1, 1.0} and len(tokens["loss_weights"]) == len(tokens["input_ids"])
+    # the demo's repositories are not on this machine: nothing can be rebuilt, so no TMax row
+    result = runner.invoke(app, ["export", "tmax", "--store", str(store), "--out", str(tmp_path / "tmax"), "--json",
+                                 "--include-unvalidated"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["rows"] == 0
+
+
+def test_export_errors(tmp_path):
+    result = runner.invoke(app, ["export", "tmax", "--store", str(tmp_path / "none"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1 and result.output.strip() == f"Error: no logmine store at {tmp_path / 'none'}"
+    result = runner.invoke(app, ["export", "sft", "--store", str(tmp_path / "none"), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1 and result.output.strip().startswith("Error: ")
+    assert len(result.output.strip().splitlines()) == 1

@@ -1,0 +1,464 @@
+"""``logmine export sft``: one SFT example per task, as a Hugging Face dataset directory.
+
+    OUT/README.md                               dataset card: schema, counts, λ, tokenizer, sources, redaction
+    OUT/data/train-00000-of-0000N.parquet       messages + tools (config "default"; TRL's SFTTrainer reads it as is)
+    OUT/tokens/tokens-00000-of-0000N.parquet    with a tokenizer: input_ids, loss_weights, source (config "tokens")
+    OUT/rejects.parquet                         every task not exported, with its reason
+
+Selection: tasks whose verifiers reach ``min_verifier`` (validated; candidate = validated or not yet
+refuted; any), conversations built by :mod:`logmine.export.trajectory`, identical conversations
+exported once, length limits. With a tokenizer, :mod:`logmine.export.render` weights every token
+(actions 1, observations λ, the rest 0); a conversation that yields no token example is dropped from
+both configs, so the two describe the same tasks. The directory is written next to ``OUT`` and moved
+into place at the end: an interrupted export leaves no partial dataset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import groupby
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, Renderer, load_tokenizer
+from logmine.export.trajectory import (EVENT_COLUMNS, REASONING_MODES, SYSTEM_PROMPT, TOOL_MODES, Drop, Trajectory,
+                                       TrajectoryOptions, build_trajectory)
+from logmine.store import CATALOG, Store, StoreError, fetch_dicts
+
+MIN_VERIFIER = ("validated", "candidate", "any")
+BATCH_FILES = 100
+
+_TASKS_SQL = """
+SELECT t.task_id, t.session_id, t.source_path, t.index, t.prompt, t.first_seq, t.last_seq, t.cwd, s.model,
+       count(v.verifier_id) AS n_candidates,
+       count(v.verifier_id) FILTER (WHERE v.status = 'validated') AS n_validated,
+       count(v.verifier_id) FILTER (WHERE v.status IS NULL OR v.status IN ('unscored', 'not_rebuilt')) AS n_open
+FROM tasks t
+LEFT JOIN verifiers v ON v.task_id = t.task_id AND v.seg_gen = t.seg_gen
+LEFT JOIN (SELECT source_path, any_value(model) AS model FROM sessions GROUP BY source_path) s USING (source_path)
+GROUP BY ALL ORDER BY t.source_path, t.index
+"""
+_EVENTS_SQL = f"""
+SELECT source_path, {', '.join(EVENT_COLUMNS)} FROM events
+WHERE source_path IN (SELECT unnest(?)) AND (record_type LIKE 'response_item/%' OR record_type LIKE 'chat/%')
+  AND kind IN ('user_message', 'assistant_message', 'reasoning', 'tool_call', 'tool_output')
+ORDER BY source_path, seq
+"""
+_EXITS_SQL = "SELECT source_path, call_id, exit_code FROM tool_calls WHERE source_path IN (SELECT unnest(?))"
+_SOURCES_SQL = """
+SELECT format, coalesce(cli_version, '?') AS cli_version, coalesce(model, '?') AS model, count(*) AS sessions
+FROM sessions WHERE source_path IN (SELECT unnest(?)) GROUP BY ALL ORDER BY sessions DESC
+"""
+_NOT_SELECTED = {"open": "verifier not validated yet", "refuted": "every verifier refuted",
+                 "none": "no verifier candidate"}
+
+_FUNCTION = pa.struct([("name", pa.string()), ("arguments", pa.string())])
+_TOOL_CALL = pa.struct([("id", pa.string()), ("type", pa.string()), ("function", _FUNCTION)])
+MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string()), ("reasoning_content", pa.string()),
+                     ("tool_calls", pa.list_(_TOOL_CALL)), ("tool_call_id", pa.string()), ("name", pa.string())])
+DATA = pa.schema([("task_id", pa.string()), ("session_id", pa.string()), ("messages", pa.list_(MESSAGE)),
+                  ("tools", pa.string()), ("verifier", pa.string()), ("model", pa.string()),
+                  ("n_turns", pa.int32()), ("n_tool_calls", pa.int32())])
+TOKENS = pa.schema([("example_id", pa.string()), ("task_id", pa.string()), ("turn", pa.int32()),
+                    ("input_ids", pa.list_(pa.int32())), ("loss_weights", pa.list_(pa.float32())),
+                    ("source", pa.list_(pa.string())), ("assistant_masks", pa.list_(pa.int8())),
+                    ("n_tokens", pa.int32()), ("n_action_tokens", pa.int32()), ("n_observation_tokens", pa.int32())])
+REJECTS = pa.schema([("task_id", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
+
+
+class SftExportError(RuntimeError):
+    """The export cannot run: no store or no tasks, a bad option, an unusable tokenizer, an output
+    directory that is not empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class SftExportConfig:
+    store: Path
+    out: Path
+    min_verifier: str = "validated"  # validated | candidate | any
+    tools: str = "canonical"  # canonical (bash + apply_patch, the sandbox harness's tools) | raw (Codex's own)
+    reasoning: str = "drop"  # drop | summary (reasoning summaries as reasoning_content)
+    system_prompt: str = SYSTEM_PROMPT  # "" for no system message
+    tokenizer: Path | None = None  # a local tokenizer directory: also write the token-level form
+    lam: float = 1.0  # λ, the loss weight of observation tokens (0 = action-only SFT)
+    on_unstable: str = "drop"  # a conversation that is not prefix-stable: drop | split (one example per turn)
+    max_chars: int | None = None  # drop conversations with more characters of text
+    max_tokens: int | None = None  # drop token examples longer than this
+    dedupe: bool = True  # export identical conversations once
+    shard_rows: int = 1000  # rows per Parquet shard
+    overwrite: bool = False  # replace a non-empty OUT
+
+
+@dataclass
+class SftExportSummary:
+    tasks: int = 0  # tasks in the store
+    examples: int = 0  # rows of data/ (one per exported task)
+    token_examples: int = 0  # rows of tokens/
+    duplicates: int = 0
+    dropped: Counter = field(default_factory=Counter)  # tasks not exported, by reason
+    turns_dropped: Counter = field(default_factory=Counter)  # split mode: turn examples left out, by reason
+    unstable: Counter = field(default_factory=Counter)  # conversations not prefix-stable, by reason
+    left_out: Counter = field(default_factory=Counter)  # parts of exported conversations left out
+    tokens: Counter = field(default_factory=Counter)  # token-level form: tokens by source
+    sessions: int = 0  # sessions the exported tasks come from
+    sources: list = field(default_factory=list)  # (format, cli_version, model, sessions)
+    shards: int = 0
+    out: Path | None = None
+    elapsed_s: float = 0.0
+
+
+def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | None = None) -> SftExportSummary:
+    """Export the store's tasks as an SFT dataset directory at ``config.out``; ``progress(done,
+    total)`` is called with tasks processed so far. Raises :class:`SftExportError`."""
+    started = time.monotonic()
+    _check(config)
+    renderer = _renderer(config) if config.tokenizer else None
+    summary = SftExportSummary(out=config.out)
+    options = TrajectoryOptions(config.tools, config.reasoning, config.system_prompt)
+    try:
+        config.out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{config.out.name}.partial-", dir=config.out.parent))
+    except OSError as exc:
+        raise SftExportError(f"cannot write to {config.out.parent}: {exc.strerror}") from exc
+    try:
+        data = _Shards(staging / "data", "train", lambda rows: pa.Table.from_pylist(rows, schema=DATA),
+                       config.shard_rows)
+        tokens = _Shards(staging / "tokens", "tokens", _token_table, config.shard_rows) if renderer else None
+        rejects: list[dict] = []
+        with _open_store(config.store) as store:
+            tasks = _tasks(store)
+            summary.tasks = len(tasks)
+            selected = []
+            for task in tasks:
+                state = _verifier_state(task)
+                if config.min_verifier == "any" or state == "validated" or (
+                        config.min_verifier == "candidate" and state == "open"):
+                    selected.append(task)
+                else:
+                    _reject(summary, rejects, Drop(task["task_id"], _NOT_SELECTED[state]))
+            exporter = _Exporter(config, options, renderer, summary, rejects, data, tokens)
+            by_path = [list(group) for _, group in groupby(selected, key=lambda t: t["source_path"])]
+            done = len(tasks) - len(selected)
+            for start in range(0, len(by_path), BATCH_FILES):
+                batch = by_path[start:start + BATCH_FILES]
+                exporter.run(store, [group[0]["source_path"] for group in batch], [t for g in batch for t in g])
+                done += sum(len(group) for group in batch)
+                if progress:
+                    progress(done, len(tasks))
+            summary.sources = [tuple(r.values()) for r in fetch_dicts(store.con.execute(_SOURCES_SQL, [exporter.paths]))]
+            summary.sessions = len(exporter.sessions)
+        summary.shards = data.close()
+        if tokens:
+            tokens.close()
+        pq.write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet")
+        summary.elapsed_s = time.monotonic() - started
+        (staging / "README.md").write_text(_card(config, summary, renderer))
+        _move_into_place(staging, config)
+    except OSError as exc:
+        raise SftExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+def _check(config: SftExportConfig) -> None:
+    for name, value, allowed in (("min_verifier", config.min_verifier, MIN_VERIFIER),
+                                 ("tools", config.tools, TOOL_MODES), ("reasoning", config.reasoning, REASONING_MODES),
+                                 ("on_unstable", config.on_unstable, UNSTABLE_MODES)):
+        if value not in allowed:
+            raise SftExportError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+    if not 0 <= config.lam <= 1:
+        raise SftExportError(f"lambda must be between 0 and 1, got {config.lam}")
+    if not (config.store / CATALOG).exists():
+        raise SftExportError(f"no logmine store at {config.store}")
+    if config.out.exists() and (not config.out.is_dir() or any(config.out.iterdir())) and not config.overwrite:
+        raise SftExportError(f"output directory {config.out} is not empty")
+
+
+def _renderer(config: SftExportConfig) -> Renderer:
+    try:
+        return Renderer(load_tokenizer(config.tokenizer), config.lam, config.on_unstable)
+    except ValueError as exc:
+        raise SftExportError(str(exc)) from exc
+
+
+def _open_store(path: Path) -> Store:
+    try:
+        return Store(path, read_only=True)
+    except StoreError as exc:
+        raise SftExportError(str(exc)) from exc
+
+
+def _tasks(store: Store) -> list[dict]:
+    try:
+        tasks = fetch_dicts(store.con.execute(_TASKS_SQL))
+    except duckdb.Error as exc:
+        raise SftExportError(f"cannot read the tasks of {store.root}: {str(exc).splitlines()[0]}") from exc
+    if not tasks:
+        raise SftExportError(f"no tasks in {store.root}")
+    return tasks
+
+
+def _verifier_state(task: dict) -> str:
+    if task["n_validated"]:
+        return "validated"
+    if task["n_open"]:
+        return "open"
+    return "refuted" if task["n_candidates"] else "none"
+
+
+def _reject(summary: SftExportSummary, rejects: list[dict], drop: Drop) -> None:
+    summary.dropped[drop.reason] += 1
+    rejects.append({"task_id": drop.task_id, "reason": drop.reason, "detail": drop.detail})
+
+
+class _Exporter:
+    """Turns batches of tasks into rows of the shards; accounts for every task."""
+
+    def __init__(self, config, options, renderer, summary, rejects, data, tokens):
+        self.config, self.options, self.renderer, self.summary = config, options, renderer, summary
+        self.rejects, self.data, self.tokens = rejects, data, tokens
+        self.digests: set[str] = set()
+        self.paths: list[str] = []
+        self.sessions: set[str] = set()
+
+    def run(self, store: Store, paths: list[str], tasks: list[dict]) -> None:
+        events: dict[str, list[dict]] = {p: [] for p in paths}
+        for event in fetch_dicts(store.con.execute(_EVENTS_SQL, [paths])):
+            events[event.pop("source_path")].append(event)
+        exits: dict[str, dict] = {p: {} for p in paths}
+        for row in fetch_dicts(store.con.execute(_EXITS_SQL, [paths])):
+            exits[row["source_path"]][row["call_id"]] = row["exit_code"]
+        seqs = {p: np.array([e["seq"] for e in events[p]], dtype=np.int64) for p in paths}
+        kept: list[tuple[dict, Trajectory]] = []
+        for task in tasks:
+            path = task["source_path"]
+            lo = int(np.searchsorted(seqs[path], task["first_seq"], side="left"))
+            hi = int(np.searchsorted(seqs[path], task["last_seq"], side="right"))
+            result = build_trajectory(task, events[path][lo:hi], exits[path], self.options)
+            if isinstance(result, Drop):
+                _reject(self.summary, self.rejects, result)
+            elif self.config.dedupe and result.digest in self.digests:
+                self.summary.duplicates += 1
+                _reject(self.summary, self.rejects, Drop(task["task_id"], "duplicate"))
+            else:
+                self.digests.add(result.digest)
+                if self.config.max_chars is not None and result.n_chars > self.config.max_chars:
+                    _reject(self.summary, self.rejects, Drop(task["task_id"], "too long (characters)",
+                                                             f"{result.n_chars} > {self.config.max_chars}"))
+                else:
+                    kept.append((task, result))
+        rendered = self.renderer.render([(t.messages, t.tools) for _, t in kept]) if self.renderer else None
+        for i, (task, trajectory) in enumerate(kept):
+            if rendered is not None and not self._token_rows(task, rendered[i]):
+                continue
+            self._data_row(task, trajectory)
+
+    def _token_rows(self, task: dict, result) -> bool:
+        summary, limit = self.summary, self.config.max_tokens
+        if result.unstable:
+            summary.unstable[result.unstable] += 1
+        examples = [e for e in result.examples if limit is None or len(e.input_ids) <= limit]
+        too_long = len(result.examples) - len(examples)
+        if not examples:
+            reason = "too many tokens" if too_long else result.dropped[0]
+            _reject(summary, self.rejects, Drop(task["task_id"], reason))
+            return False
+        if result.unstable:
+            summary.turns_dropped.update(result.dropped)
+            if too_long:
+                summary.turns_dropped["too many tokens"] += too_long
+        for example in examples:
+            summary.tokens.update({name: example.count(code) for code, name in enumerate(SOURCES)})
+            example_id = task["task_id"] if example.turn is None else f"{task['task_id']}/{example.turn}"
+            self.tokens.add((example_id, task["task_id"], example))
+        summary.token_examples += len(examples)
+        return True
+
+    def _data_row(self, task: dict, trajectory: Trajectory) -> None:
+        messages = trajectory.messages
+        self.data.add({
+            "task_id": task["task_id"], "session_id": task["session_id"], "messages": list(messages),
+            "tools": orjson.dumps(trajectory.tools).decode(), "verifier": _verifier_state(task),
+            "model": task["model"], "n_turns": sum(m["role"] == "assistant" for m in messages),
+            "n_tool_calls": sum(len(m.get("tool_calls", ())) for m in messages)})
+        self.summary.examples += 1
+        self.summary.left_out.update(dict(trajectory.left_out))
+        if task["source_path"] not in self.sessions:
+            self.sessions.add(task["source_path"])
+            self.paths.append(task["source_path"])
+
+
+class _Shards:
+    """Rows → ``DIR/PREFIX-00000-of-0000N.parquet`` files of at most ``rows`` rows each."""
+
+    def __init__(self, directory: Path, prefix: str, to_table: Callable[[list], pa.Table], rows: int):
+        self.directory, self.prefix, self.to_table, self.rows = directory, prefix, to_table, max(1, rows)
+        self.pending: list = []
+        self.written: list[Path] = []
+        directory.mkdir(parents=True)
+
+    def add(self, row) -> None:
+        self.pending.append(row)
+        if len(self.pending) >= self.rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        path = self.directory / f"{self.prefix}-{len(self.written):05d}.parquet"
+        pq.write_table(self.to_table(self.pending), path)
+        self.written.append(path)
+        self.pending = []
+
+    def close(self) -> int:
+        """Writes the last shard (an empty one if there was no row) and names them ``-of-N``."""
+        if self.pending or not self.written:
+            self._flush()
+        for i, path in enumerate(self.written):
+            path.rename(self.directory / f"{self.prefix}-{i:05d}-of-{len(self.written):05d}.parquet")
+        return len(self.written)
+
+
+def _token_table(rows: list[tuple]) -> pa.Table:
+    """(example_id, task_id, TokenizedExample) rows as a TOKENS table, built column-wise."""
+    examples = [example for _, _, example in rows]
+    lengths = np.array([len(e.input_ids) for e in examples], dtype=np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+    codes = np.concatenate([e.source for e in examples]) if examples else np.zeros(0, np.uint8)
+
+    def lists(values: pa.Array) -> pa.Array:
+        return pa.ListArray.from_arrays(offsets, values)
+
+    ids = np.concatenate([np.asarray(e.input_ids, dtype=np.int32) for e in examples]) if examples else []
+    weights = np.concatenate([e.loss_weights for e in examples]) if examples else np.zeros(0, np.float32)
+    source = pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int8)), pa.array(SOURCES)).cast(pa.string())
+    counts = {code: np.array([e.count(code) for e in examples], dtype=np.int32) for code in (ACTION, OBSERVATION)}
+    return pa.Table.from_arrays([
+        pa.array([r[0] for r in rows], pa.string()), pa.array([r[1] for r in rows], pa.string()),
+        pa.array([e.turn for e in examples], pa.int32()), lists(pa.array(ids, pa.int32())),
+        lists(pa.array(weights, pa.float32())), lists(source), lists(pa.array((codes == ACTION).astype(np.int8))),
+        pa.array(lengths.astype(np.int32)), pa.array(counts[ACTION]), pa.array(counts[OBSERVATION])],
+        schema=TOKENS)
+
+
+def _move_into_place(staging: Path, config: SftExportConfig) -> None:
+    out = config.out
+    try:
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    except OSError as exc:
+        raise SftExportError(f"cannot write {out}: {exc.strerror}") from exc
+
+
+def _table(header: str, rows) -> str:
+    rows = list(rows)
+    if not rows:
+        return f"{header.strip('| ').split(' |')[0]}: none\n"
+    cells = ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |\n" for row in rows]
+    return header + "\n" + "|---" * (header.count("|") - 1) + "|\n" + "".join(cells)
+
+
+def _card(config: SftExportConfig, summary: SftExportSummary, renderer: Renderer | None) -> str:
+    """The dataset card (README.md): configs, counts, settings, schema, loss, sources, redaction."""
+    yaml = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
+            "    path: data/train-*.parquet"]
+    if renderer:
+        yaml += ["- config_name: tokens", "  data_files:", "  - split: train", "    path: tokens/tokens-*.parquet"]
+    yaml += ["tags:", "- logmine", "- sft", "- agent-trajectories", "- tool-use", "---", ""]
+    counts = [("tasks in the store", summary.tasks), ("examples (`data/`)", summary.examples),
+              ("token examples (`tokens/`)", summary.token_examples if renderer else "not written"),
+              ("duplicates exported once", summary.duplicates), ("sessions", summary.sessions)]
+    settings = [("min verifier", config.min_verifier), ("tools", config.tools), ("reasoning", config.reasoning),
+                ("max characters", config.max_chars), ("max tokens", config.max_tokens),
+                ("deduplicated", config.dedupe)]
+    if renderer:
+        template = renderer.tokenizer.chat_template
+        digest = hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+        settings += [("λ (observation weight)", config.lam), ("tokenizer", f"`{config.tokenizer}`"),
+                     ("tokenizer name", getattr(renderer.tokenizer, "name_or_path", "")),
+                     ("chat template sha256", digest), ("not prefix-stable", config.on_unstable)]
+    parts = ["\n".join(yaml),
+             "# logmine SFT export\n\nCoding-agent sessions (OpenAI Codex CLI) exported by `logmine export sft`: one "
+             "example per task (a user request and the work it caused) as an OpenAI-style chat with tool calls.\n",
+             "## Counts\n\n" + _table("| | |", counts),
+             "### Tasks not exported\n\n" + _table("| reason | tasks |", summary.dropped.most_common()),
+             "### Left out of exported conversations\n\n" + _table("| what | count |", summary.left_out.most_common()),
+             "## Settings\n\n" + _table("| | |", settings) + f"\nSystem prompt: {config.system_prompt!r}\n"]
+    if renderer:
+        parts.append("### Token-level form\n\n" + _table("| source | tokens |", [(s, summary.tokens[s]) for s in SOURCES])
+                     + "\n" + _table("| not prefix-stable (conversations) | count |", summary.unstable.most_common())
+                     + "\n" + _table("| split turns left out | count |", summary.turns_dropped.most_common()))
+    parts += [_SCHEMA_DOC, _LOSS_DOC if renderer else "",
+              "## Sources\n\n" + _table("| format | Codex CLI | model | sessions |", summary.sources),
+              _REDACTION_DOC, _USAGE_DOC]
+    return "\n".join(p for p in parts if p)
+
+
+_SCHEMA_DOC = """## Schema
+
+`data/` (config `default`), one row per task (JSON Schema: logmine `schemas/sft_example.schema.json`):
+
+| column | type | what |
+|---|---|---|
+| `task_id`, `session_id` | string | the task and session in the logmine store |
+| `messages` | list of messages | `system`, `user` (the request), `assistant` turns (`content`, optional `reasoning_content`, `tool_calls` with `function.arguments` as a JSON string), `tool` results (`tool_call_id`, `name`, `content`); fields a message does not have are null |
+| `tools` | string | JSON list of the tool schemas (`{"type": "function", "function": {...}}`) |
+| `verifier` | string | `validated` (a verifier failed before and passed after a sandboxed replay), `open` (not verified yet or unscored), `refuted`, `none` |
+| `model` | string | the model that wrote the session |
+| `n_turns`, `n_tool_calls` | int | assistant turns, tool calls |
+
+Tool results are the command's output, then `[exit code: N]` on a line of its own when the exit code is known.
+"""
+
+_LOSS_DOC = """`tokens/` (config `tokens`), one row per training sequence (`example_id` = task id, or `task_id/turn`
+for a conversation re-rendered per turn): `input_ids`, `loss_weights` (float), `source` per token (`prompt`,
+`action`, `observation`, `scaffold`), `assistant_masks` (1 on action tokens: TRL's pre-tokenized path trains on
+exactly these), counts.
+
+## Loss
+
+Action tokens (what the agent wrote, through its end-of-turn token) weigh 1, observation tokens (tool
+results) weigh λ, prompt and template scaffolding 0. The loss is the weighted mean
+
+    L = -(Σ_A log p + λ Σ_O log p) / (|A| + λ |O|) = -Σ w·log p / Σ w
+
+(ActObs; λ = 0 is action-only SFT). Spans come from incremental rendering of the chat template, checked for
+prefix stability (see logmine `docs/export-sft.md`).
+"""
+
+_REDACTION_DOC = """## Redaction
+
+Secrets were redacted when the sessions were ingested, before anything was stored: gitleaks' rules, structured
+keys (`"api_key": ...`), Authorization headers, passwords in URLs and `.env`-style assignments, each replaced by
+a typed placeholder such as `[REDACTED:github_token]`. Not redacted: names, e-mail addresses, home directory
+paths, and the source code the agent read or wrote. Review the data before publishing it.
+"""
+
+_USAGE_DOC = """## Usage
+
+```python
+from datasets import load_dataset
+from trl import SFTConfig, SFTTrainer
+
+data = load_dataset("parquet", data_files="OUT/data/*.parquet", split="train")
+trainer = SFTTrainer(model=model, train_dataset=data, args=SFTConfig(assistant_only_loss=True))
+tokens = load_dataset("parquet", data_files="OUT/tokens/*.parquet", split="train")  # ActObs weights
+```
+"""

@@ -1,0 +1,347 @@
+"""A task's events → one OpenAI-style chat conversation: ``messages`` plus the ``tools`` they call.
+
+The conversation is what the model saw and did, in the shape every SFT trainer reads:
+
+- ``system`` (``TrajectoryOptions.system_prompt``; omitted when empty), then ``user``: the task's
+  prompt (``tasks.prompt``: redacted, VS Code wrapper removed);
+- ``assistant`` turns: ``content`` (the agent's message text, ``""`` when none), optional
+  ``reasoning_content`` (reasoning summaries, only with ``reasoning="summary"``; encrypted reasoning
+  is never read), optional ``tool_calls`` ``[{id, type: "function", function: {name, arguments}}]``
+  with ``arguments`` a JSON string;
+- ``tool`` results ``{tool_call_id, name, content}``, right after the turn that made the calls;
+- later genuine user messages (follow-ups) as ``user`` turns.
+
+Only model-visible records are read (``response_item/*``, ``chat/*``; ``event_msg/*`` repeat them
+for the UI). Context Codex injected (environment context, AGENTS.md, developer messages, turn
+aborts, tool warnings) is left out. One model response — its reasoning, message text and tool
+calls — is one assistant turn; consecutive responses with nothing between them are merged (the
+harness never shows two assistant turns in a row). Tool call ids are renumbered ``call_0``,
+``call_1``, … in order, so that copies of a session are identical.
+
+Tool interface (``tools="canonical"``, the default): the interface of the sandbox harness, so that
+SFT and RL speak one language (:data:`CANONICAL_TOOLS`):
+
+- ``bash {"command": str}``: every shell-like call (``shell`` argv, ``shell_command``,
+  ``exec_command``, ``local_shell``…), from the ``command`` column; a call made in another
+  directory than the task's cwd becomes ``cd DIR && COMMAND``;
+- ``apply_patch {"patch": str}``: every apply_patch edit, whatever its form (freeform input,
+  ``{"input": …}``, shell argv or heredoc): the patch text ``*** Begin Patch … *** End Patch``;
+- anything else (``update_plan``, ``write_stdin``, web search, MCP tools…) is left out together with
+  its output, and counted.
+
+``tools="raw"`` keeps Codex's own tool names and arguments (a freeform input becomes
+``{"input": text}``); the tool schemas are then inferred from the calls of the conversation.
+
+Tool results: :func:`format_observation` — the output body then ``[exit code: N]``. A call without an
+output (interrupted) and an output without its call are left out and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+from collections import Counter
+from dataclasses import dataclass
+
+import orjson
+
+from logmine.ingest.tools import SHELL_TOOLS, patch_input
+from logmine.patch import extract_patch
+
+TOOL_MODES = ("canonical", "raw")
+REASONING_MODES = ("drop", "summary")
+
+SYSTEM_PROMPT = (
+    "You are a coding agent working in a software repository. Run shell commands with the `bash` tool "
+    "and edit files with the `apply_patch` tool. When the task is done, reply with a short summary "
+    "and no tool call."
+)
+OBSERVATION_EXIT = "[exit code: {}]"
+
+BASH_TOOL = {"type": "function", "function": {
+    "name": "bash",
+    "description": "Run a shell command in the repository. Returns its output, then a line "
+                   "`[exit code: N]`.",
+    "parameters": {"type": "object", "properties": {
+        "command": {"type": "string", "description": "The command line, run by bash."}},
+        "required": ["command"]}}}
+APPLY_PATCH_TOOL = {"type": "function", "function": {
+    "name": "apply_patch",
+    "description": "Edit files. The patch starts with `*** Begin Patch`, ends with `*** End Patch`, and "
+                   "holds `*** Add File: PATH`, `*** Update File: PATH` (with `@@` hunks of ` `, `-`, `+` "
+                   "lines) and `*** Delete File: PATH` sections. Returns the files changed, then a line "
+                   "`[exit code: N]`.",
+    "parameters": {"type": "object", "properties": {
+        "patch": {"type": "string", "description": "The patch text."}},
+        "required": ["patch"]}}}
+CANONICAL_TOOLS = (BASH_TOOL, APPLY_PATCH_TOOL)
+
+_APPLY_PATCH_NAMES = ("apply_patch", "applypatch")
+_KINDS = ("user_message", "assistant_message", "reasoning", "tool_call", "tool_output")
+# the events columns this module reads
+EVENT_COLUMNS = ("seq", "kind", "record_type", "text", "tool_name", "call_id", "arguments", "command", "workdir",
+                 "exit_code", "is_injected")
+
+
+def format_observation(body: str | None, exit_code: int | None) -> str:
+    """A tool result as the model sees it: the output body, then ``[exit code: N]`` on a line of its
+    own (a newline is added only when the body does not end with one; an empty body gives just the
+    marker). Without a known exit code (a tool error, a still-running process) the body alone."""
+    body = body or ""
+    if exit_code is None:
+        return body
+    newline = "" if not body or body.endswith("\n") else "\n"
+    return f"{body}{newline}{OBSERVATION_EXIT.format(exit_code)}"
+
+
+@dataclass(frozen=True, slots=True)
+class TrajectoryOptions:
+    tools: str = "canonical"  # canonical | raw
+    reasoning: str = "drop"  # drop | summary (reasoning summaries as reasoning_content)
+    system_prompt: str = SYSTEM_PROMPT  # "" for no system message
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """One task as a chat conversation (the SFT record; ``schemas/sft_example.schema.json``)."""
+
+    task_id: str
+    messages: tuple[dict, ...]
+    tools: tuple[dict, ...]
+    left_out: tuple[tuple[str, int], ...] = ()  # what was not exported, by reason ("tool update_plan": 2)
+
+    @property
+    def digest(self) -> str:
+        """Hash of messages and tools: equal for identical tasks (copies of a session)."""
+        data = orjson.dumps({"messages": self.messages, "tools": self.tools}, option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(data).hexdigest()
+
+    @property
+    def n_chars(self) -> int:
+        """Characters of text the conversation carries (contents, reasoning, call arguments, tools)."""
+        total = len(orjson.dumps(self.tools))
+        for m in self.messages:
+            total += len(m["content"]) + len(m.get("reasoning_content") or "")
+            total += sum(len(c["function"]["arguments"]) for c in m.get("tool_calls") or ())
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class Drop:
+    """A task or example that is not exported, and why (``reason`` is short and countable)."""
+
+    task_id: str
+    reason: str
+    detail: str = ""
+
+
+def build_trajectory(task: dict, events: list[dict], exit_codes: dict[str, int | None],
+                     options: TrajectoryOptions = TrajectoryOptions()) -> Trajectory | Drop:
+    """The conversation of ``task`` (a ``tasks`` row: task_id, prompt, first_seq, cwd) from its
+    events (``events`` rows with :data:`EVENT_COLUMNS`, in seq order, any record type) and the exit
+    codes of its tool calls by call_id (the ``tool_calls`` view: outputs and end events combined).
+
+    Returns a :class:`Drop` when no assistant turn is left."""
+    builder = _Builder(task, exit_codes, options)
+    for event in events:
+        if event["kind"] in _KINDS and event["record_type"].startswith(("response_item/", "chat/")):
+            builder.add(event)
+    return builder.finish()
+
+
+class _Builder:
+    """Accumulates messages event by event; :meth:`finish` cleans them up."""
+
+    def __init__(self, task: dict, exit_codes: dict[str, int | None], options: TrajectoryOptions):
+        self.task, self.exit_codes, self.options = task, exit_codes, options
+        self.messages: list[dict] = []
+        if options.system_prompt:
+            self.messages.append({"role": "system", "content": options.system_prompt})
+        self.messages.append({"role": "user", "content": task["prompt"] or ""})
+        self.turn: dict | None = None  # the assistant turn being built
+        self.last_turn: dict | None = None  # the latest assistant turn: only its calls can be answered
+        self.calls: dict[str, dict] = {}  # call_id -> the turn that made the call
+        self.answered: set[str] = set()
+        self.skipped: set[str] = set()  # calls left out with their outputs
+        self.left_out: Counter = Counter()
+        self.raw_args: dict[str, list[dict]] = {}  # raw mode: arguments seen per tool, for the schemas
+
+    def add(self, event: dict) -> None:
+        kind = event["kind"]
+        if kind == "user_message":
+            self._user(event)
+        elif kind == "tool_output":
+            self._output(event)
+        elif kind == "reasoning":
+            if self.options.reasoning == "summary" and event["text"]:
+                self._open()["reasoning"].append(event["text"])
+        elif kind == "assistant_message":
+            if event["text"]:
+                self._open()["texts"].append(event["text"])
+        else:
+            self._call(event)
+
+    def _open(self) -> dict:
+        if self.turn is None:
+            self.turn = self.last_turn = {"role": "assistant", "texts": [], "reasoning": [], "calls": []}
+            self.messages.append(self.turn)
+        return self.turn
+
+    def _user(self, event: dict) -> None:
+        if event["seq"] == self.task["first_seq"]:
+            return  # the request itself: tasks.prompt
+        if event["is_injected"]:
+            self.left_out["injected context"] += 1
+            return
+        text = event["text"] or ""
+        self.turn = None
+        if self.messages[-1]["role"] == "user" and self.messages[-1]["content"] == text:
+            return  # a client retry of the same message
+        self.messages.append({"role": "user", "content": text})
+        self.last_turn = None  # outputs that arrive after it have lost their place
+
+    def _call(self, event: dict) -> None:
+        call_id = event["call_id"] or f"seq{event['seq']}"
+        if call_id in self.calls or call_id in self.skipped:
+            self.left_out["repeated call"] += 1
+            return
+        mapped = _raw_call(event) if self.options.tools == "raw" else _canonical_call(event, self.task.get("cwd"))
+        if mapped is None:
+            self.skipped.add(call_id)
+            self.left_out[f"tool {event['tool_name']}"] += 1
+            return
+        name, arguments = mapped
+        if self.options.tools == "raw":
+            self.raw_args.setdefault(name, []).append(orjson.loads(arguments))
+        turn = self._open()
+        turn["calls"].append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+        self.calls[call_id] = turn
+
+    def _output(self, event: dict) -> None:
+        call_id = event["call_id"]
+        if call_id in self.skipped:
+            return
+        turn = self.calls.get(call_id)
+        if turn is None or call_id in self.answered or turn is not self.last_turn:
+            self.left_out["output without its call"] += 1
+            return
+        self.answered.add(call_id)
+        self.turn = None
+        exit_code = self.exit_codes.get(call_id, event["exit_code"])
+        name = next(c["function"]["name"] for c in turn["calls"] if c["id"] == call_id)
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
+                              "content": format_observation(event["text"], exit_code)})
+
+    def finish(self) -> Trajectory | Drop:
+        messages: list[dict] = []
+        for message in self.messages:
+            if message["role"] == "assistant":
+                message = self._assistant(message)
+                if message is None:
+                    continue
+                if messages and messages[-1]["role"] == "assistant":
+                    messages[-1] = _merge(messages[-1], message)
+                    continue
+            messages.append(message)
+        while messages[-1]["role"] == "user" and len(messages) > 2:
+            messages.pop()  # a follow-up the agent never answered
+        if not any(m["role"] == "assistant" for m in messages):
+            return Drop(self.task["task_id"], "no agent turn")
+        ids = {}
+        for message in messages:
+            for call in message.get("tool_calls", ()):
+                ids[call["id"]] = call["id"] = f"call_{len(ids)}"
+            if message["role"] == "tool":
+                message["tool_call_id"] = ids[message["tool_call_id"]]
+        tools = CANONICAL_TOOLS if self.options.tools == "canonical" else _raw_schemas(self.raw_args)
+        left_out = tuple(sorted((what, n) for what, n in self.left_out.items() if n))
+        return Trajectory(self.task["task_id"], tuple(messages), tuple(tools), left_out)
+
+    def _assistant(self, turn: dict) -> dict | None:
+        calls = [c for c in turn["calls"] if c["id"] in self.answered]
+        if len(calls) < len(turn["calls"]):
+            self.left_out["call without output"] += len(turn["calls"]) - len(calls)
+        if not calls and not turn["texts"]:
+            if turn["reasoning"]:
+                self.left_out["reasoning without action"] += 1
+            return None
+        message = {"role": "assistant", "content": "\n\n".join(turn["texts"])}
+        if turn["reasoning"]:
+            message["reasoning_content"] = "\n\n".join(turn["reasoning"])
+        if calls:
+            message["tool_calls"] = calls
+        return message
+
+
+def _merge(first: dict, second: dict) -> dict:
+    merged = {"role": "assistant", "content": "\n\n".join(t for t in (first["content"], second["content"]) if t)}
+    reasoning = [r for r in (first.get("reasoning_content"), second.get("reasoning_content")) if r]
+    if reasoning:
+        merged["reasoning_content"] = "\n\n".join(reasoning)
+    calls = [*first.get("tool_calls", ()), *second.get("tool_calls", ())]
+    if calls:
+        merged["tool_calls"] = calls
+    return merged
+
+
+def _json_object(text: str | None) -> dict | None:
+    try:
+        value = orjson.loads(text) if text else None
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _canonical_call(event: dict, cwd: str | None) -> tuple[str, str] | None:
+    name = event["tool_name"] or ""
+    custom = event["record_type"].endswith("custom_tool_call")
+    args = None if custom else _json_object(event["arguments"])
+    patch = patch_input(name, args, event["arguments"] if custom else None, event["command"])
+    if patch is None and name in _APPLY_PATCH_NAMES:
+        patch = event["arguments"] or ""  # arguments that are not JSON: still what the model wrote
+    if patch is not None:
+        return "apply_patch", orjson.dumps({"patch": extract_patch(patch) or patch}).decode()
+    if name in SHELL_TOOLS and event["command"]:
+        return "bash", orjson.dumps({"command": _in_workdir(event["command"], event["workdir"], cwd)}).decode()
+    return None
+
+
+def _in_workdir(command: str, workdir: str | None, cwd: str | None) -> str:
+    if not workdir or not cwd:
+        return command
+    target = os.path.normpath(os.path.join(cwd, workdir))
+    if target == os.path.normpath(cwd):
+        return command
+    relative = os.path.relpath(target, cwd)
+    return f"cd {shlex.quote(target if relative.startswith('..') else relative)} && {command}"
+
+
+def _raw_call(event: dict) -> tuple[str, str] | None:
+    name = event["tool_name"]
+    if not name:
+        return None
+    args = None if event["record_type"].endswith("custom_tool_call") else _json_object(event["arguments"])
+    if args is None:
+        args = {"input": event["arguments"] or ""}
+    return name, orjson.dumps(args).decode()
+
+
+_JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}
+
+
+def _raw_schemas(seen: dict[str, list[dict]]) -> list[dict]:
+    """Codex's tools as called in the conversation: each tool's parameters are the argument names
+    seen, typed by the values seen."""
+    tools = []
+    for name in sorted(seen):
+        props: dict[str, set[str]] = {}
+        for args in seen[name]:
+            for key, value in args.items():
+                props.setdefault(key, set()).add(_JSON_TYPES.get(type(value), "null"))
+        required = [k for k in props if all(k in args for args in seen[name])]
+        properties = {k: {"type": sorted(t)[0] if len(t) == 1 else sorted(t)} for k, t in props.items()}
+        tools.append({"type": "function", "function": {
+            "name": name, "description": f"Codex tool `{name}` (parameters as seen in the logs).",
+            "parameters": {"type": "object", "properties": properties, "required": required}}})
+    return tools
