@@ -8,9 +8,7 @@
 Names are loaded lazily so that importing one exporter does not import the others (or transformers).
 """
 
-from __future__ import annotations
-
-import importlib
+from logmine.lazy import lazy_exports
 
 _EXPORTS = {
     "SftExportConfig": "logmine.export.sft", "SftExportSummary": "logmine.export.sft",
@@ -23,9 +21,4 @@ _EXPORTS = {
     "ExportError": "logmine.export.tmax", "export_tmax": "logmine.export.tmax",
 }
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'logmine.export' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)
