@@ -99,8 +99,9 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
         raise ExportError(f"cannot write to {config.out}: {exc.strerror}") from exc
     with Store(config.store) as store:
         tasks = fetch_dicts(store.con.execute("SELECT * FROM tasks ORDER BY source_path, index"))
+        calls: dict[str, dict] = {}
         for done, task in enumerate(tasks, 1):
-            item = load_task(store, task)
+            item = load_task(store, task, calls)
             statuses = fetch_dicts(store.con.execute(
                 "SELECT verifier_id, status FROM verifiers WHERE task_id = ? AND seg_gen = ?",
                 [task["task_id"], task["seg_gen"]]))

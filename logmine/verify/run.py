@@ -71,7 +71,8 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
     with Store(config.store) as store:
         if not store.con.execute("SELECT count(*) FROM tasks").fetchone()[0]:
             raise NothingToVerify(f"no tasks in {config.store}")
-        items = [load_task(store, task) for task in fetch_dicts(store.con.execute(_TODO_SQL))]
+        calls: dict[str, dict] = {}
+        items = [load_task(store, task, calls) for task in fetch_dicts(store.con.execute(_TODO_SQL))]
         summary.tasks = len(items)
         kinds = {c["verifier_id"]: c["kind"] for item in items for c in item.candidates}
         seg_gens = {item.task["task_id"]: item.task["seg_gen"] for item in items}
@@ -89,12 +90,18 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
     return summary
 
 
-def load_task(store: Store, task: dict) -> TaskInput:
-    """A task with its candidates, replayable actions and the earlier patches its start state needs."""
+def load_task(store: Store, task: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
+    """A task with its candidates, replayable actions and the earlier patches its start state needs.
+
+    ``calls_by_file`` caches each session file's tool calls across the tasks of one run.
+    """
     con = store.con
     candidates = fetch_dicts(con.execute("SELECT * FROM _verifiers_raw WHERE task_id = ? AND seg_gen = ?",
-                                   [task["task_id"], task["seg_gen"]]))
-    calls = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [task["source_path"]]))}
+                                         [task["task_id"], task["seg_gen"]]))
+    cache = {} if calls_by_file is None else calls_by_file
+    if task["source_path"] not in cache:
+        cache[task["source_path"]] = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [task["source_path"]]))}
+    calls = cache[task["source_path"]]
     state = orjson.loads(task["start_state"])
     prior = [p["call_id"] for p in state.get("prior_patches", [])]
     prior_ops = []
