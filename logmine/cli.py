@@ -13,6 +13,8 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.table import Table
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
@@ -282,3 +284,82 @@ def export_sft_cmd(
         out.print(f"  dropped {n} task(s): {reason}", highlight=False, soft_wrap=True)
     if summary.tokens:
         out.print("  tokens: " + ", ".join(f"{k} {v}" for k, v in summary.tokens.most_common()), highlight=False)
+
+
+train_app = typer.Typer(help="Train on exported data: SFT with the ActObs loss (GRPO arrives later).",
+                        no_args_is_help=True)
+app.add_typer(train_app, name="train")
+
+
+def _train_module():
+    try:
+        import logmine.train as train
+        train.train_sft  # noqa: B018 - imports torch
+    except ImportError as exc:
+        fail(f"logmine train needs torch, transformers and accelerate ({exc.name} is missing)",
+             "pip install 'logmine[train]'")
+    return train
+
+
+@train_app.command("sft")
+def train_sft_cmd(
+    data: Annotated[Optional[Path], typer.Option(help="`logmine export sft --tokenizer` output directory.")] = None,
+    model: Annotated[Optional[Path], typer.Option(help="Local model directory (see `logmine train init-model`).")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Run directory: checkpoints, metrics.jsonl.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="YAML recipe supplying defaults (train/sft-actobs.yaml).")] = None,
+    lam: Annotated[Optional[float], typer.Option("--lambda", help="Re-weight observation tokens to λ "
+                                                 "(default: the exported weights).", min=0.0)] = None,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps.")] = None,
+    lr: Annotated[Optional[float], typer.Option(help="Peak learning rate.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(help="Tokens per micro-batch (whole examples).", min=1)] = None,
+    grad_accum: Annotated[Optional[int], typer.Option(help="Micro-batches per optimizer step.", min=1)] = None,
+    normalisation: Annotated[Optional[str], typer.Option(help="example (the paper) or batch.")] = None,
+    dtype: Annotated[Optional[str], typer.Option(help="fp32 or bf16.")] = None,
+    packing: Annotated[Optional[bool], typer.Option(help="Padding-free packing of each micro-batch.")] = None,
+    lora: Annotated[Optional[bool], typer.Option(help="Train LoRA adapters (peft).")] = None,
+    save_every: Annotated[Optional[int], typer.Option(help="Checkpoint every N steps (0: only the end).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
+    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,
+) -> None:
+    """Supervised fine-tuning with the ActObs loss: -(Σ_A log p + λ Σ_O log p) / (|A| + λ|O|)."""
+    train = _train_module()
+    overrides = {"data": data, "model": model, "out": out_dir, "lam": lam, "max_steps": max_steps, "lr": lr,
+                 "batch_tokens": batch_size, "grad_accum": grad_accum, "normalisation": normalisation,
+                 "dtype": dtype, "packing": packing, "lora": lora, "save_every": save_every,
+                 "resume": resume or None, "seed": seed}
+    try:
+        settings = train.load_config(config, overrides)
+    except train.ConfigError as exc:
+        fail(str(exc))
+    table = Table("step", "loss", "nll action", "nll obs", "lr", "grad norm", "tokens/s", title="logmine train sft",
+                  title_justify="left")
+    with Live(table, console=err, transient=False, auto_refresh=False) as live:
+        def on_metrics(row: dict) -> None:
+            table.add_row(str(row["step"]), f"{row['loss']:.4f}", _num(row.get("nll_action")),
+                          _num(row.get("nll_observation")), f"{row['lr']:.2e}", _num(row.get("grad_norm")),
+                          f"{row['tokens_per_s']:.0f}")
+            live.refresh()
+
+        try:
+            summary = train.train_sft(settings, on_metrics=on_metrics)
+        except train.TrainError as exc:
+            fail(str(exc))
+    out.print(f"trained {summary.steps} steps on {summary.examples} examples ({summary.tokens} tokens), "
+              f"final loss {summary.final_loss:.4f} → {summary.out}", highlight=False, soft_wrap=True)
+
+
+@train_app.command("init-model")
+def init_model_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Directory for the model and its tokenizer.")],
+    arch: Annotated[str, typer.Option(help="qwen2 or llama.")] = "qwen2",
+    hidden_size: Annotated[int, typer.Option(min=8)] = 32,
+    layers: Annotated[int, typer.Option(min=1)] = 2,
+) -> None:
+    """A tiny random model with a locally trained tokenizer and a tool-calling chat template (offline)."""
+    train = _train_module()
+    path = train.init_model(out_dir, arch=arch, hidden_size=hidden_size, layers=layers)
+    out.print(f"tiny {arch} model → {path}", highlight=False, soft_wrap=True)
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.4f}"

@@ -20,7 +20,8 @@ ROOT = Path(__file__).parent.parent
 
 
 @pytest.mark.parametrize("command", [[], ["ingest"], ["stats"], ["segment"], ["verify"], ["export"],
-                                     ["export", "tmax"], ["export", "sft"]])
+                                     ["export", "tmax"], ["export", "sft"], ["train"], ["train", "sft"],
+                                     ["train", "init-model"]])
 def test_help(command):
     result = runner.invoke(app, [*command, "--help"])
     assert result.exit_code == 0
@@ -182,4 +183,31 @@ def test_export_errors(tmp_path):
     assert result.exit_code == 1 and result.output.strip() == f"Error: no logmine store at {tmp_path / 'none'}"
     result = runner.invoke(app, ["export", "sft", "--store", str(tmp_path / "none"), "--out", str(tmp_path / "o")])
     assert result.exit_code == 1 and result.output.strip().startswith("Error: ")
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_train_sft_end_to_end_on_the_demo(tmp_path):
+    pytest.importorskip("torch")
+    store = tmp_path / "store"
+    runner.invoke(app, ["ingest", "--demo", "--store", str(store), "-q"])
+    runner.invoke(app, ["segment", "--store", str(store), "-q"])
+    result = runner.invoke(app, ["train", "init-model", "--out", str(tmp_path / "tiny")])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["export", "sft", "--store", str(store), "--out", str(tmp_path / "sft"), "-q",
+                                 "--min-verifier", "any", "--tokenizer", str(tmp_path / "tiny"), "--lambda", "0.1"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["train", "sft", "--data", str(tmp_path / "sft"), "--model", str(tmp_path / "tiny"),
+                                 "--out", str(tmp_path / "run"), "--max-steps", "2", "--batch-size", "2048"])
+    assert result.exit_code == 0, result.output
+    metrics = [json.loads(line) for line in (tmp_path / "run/metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == [1, 2] and all(m["nll_action"] > 0 for m in metrics)
+
+
+def test_train_config_errors(tmp_path):
+    pytest.importorskip("torch")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("lamda: 0.1\n")
+    result = runner.invoke(app, ["train", "sft", "--config", str(recipe), "--data", "d", "--model", "m", "--out", "o"])
+    assert result.exit_code == 1
+    assert result.output.strip().startswith("Error: unknown config key: lamda")
     assert len(result.output.strip().splitlines()) == 1
