@@ -61,10 +61,13 @@ class TrainSummary:
 def train_sft(config: SftTrainConfig, on_metrics: Callable[[dict], None] | None = None) -> TrainSummary:
     """Train ``config.model`` on ``config.data`` for ``config.max_steps`` steps; see the module docstring."""
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     started = time.monotonic()
+    if AcceleratorState._shared_state:  # another trainer in this process (TRL, an earlier run) set it up
+        AcceleratorState._reset_state(reset_partial_state=True)
     accelerator = Accelerator(mixed_precision="bf16" if config.dtype == "bf16" else "no", cpu=not _has_gpu())
     _seed_everything(config.seed)
     try:
