@@ -145,8 +145,8 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         scratch = Path(tmp) / "scratch"
         shutil.copytree(state.path, scratch, symlinks=True)
         solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
-        end = {p: _read(scratch / rel / p) for c in item.candidates if c["kind"] == "file_diff"
-               for p in (f["path"] for f in orjson.loads(c["files"]))}
+        end = {p: _read(scratch / rel / p) for c in item.candidates if c["kind"] in ("file_diff", "test_command")
+               for p in (f["path"] for f in orjson.loads(c["files"] or "[]"))}
     instruction = _USER.format(prompt=task["prompt"], where="" if rel == "." else f"/{rel}")
     _write_bundle(target, verifier, instruction, rel, solve, end, config, task)
     unvalidated = not validated
@@ -173,8 +173,9 @@ def _write_bundle(target: Path, verifier: dict, instruction: str, rel: str, solv
     if verifier["kind"] == "file_diff":
         files["tests/grade_files.py"], files["tests/expected.json"] = bundle.grade_files(verifier, end)
     for hidden in orjson.loads(verifier["files"] or "[]") if verifier["kind"] == "test_command" else []:
-        if hidden.get("content") is not None:
-            files[os.path.normpath(os.path.join("tests/hidden", rel, hidden["path"]))] = hidden["content"]
+        text = hidden["content"] if hidden.get("content") is not None else end.get(hidden["path"])
+        if text is not None:  # a changed test file the log has no text for: its replayed end state
+            files[os.path.normpath(os.path.join("tests/hidden", rel, hidden["path"]))] = text
     for name, text in files.items():
         path = target / name
         path.parent.mkdir(parents=True, exist_ok=True)

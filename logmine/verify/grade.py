@@ -34,14 +34,19 @@ class Grade:
 
 
 def grade(sandbox, candidate: dict, cwd: str, expected: dict[str, str | None]) -> Grade:
-    """``cwd``: the session's original cwd (inside the sandbox); ``expected``: end-of-task file
-    contents by path relative to ``cwd`` (None: deleted), used by exact file diffs."""
+    """``cwd``: the session's original cwd (inside the sandbox); ``expected``: replayed end-of-task
+    file contents by path relative to ``cwd`` (None: deleted or unreadable), used by exact file diffs
+    and for hidden test files whose content the log does not hold."""
     if candidate["kind"] == "file_diff":
         return _file_diff(Path(sandbox.workspace), sandbox.mount_at, candidate, cwd, expected)
-    hidden = [f for f in orjson.loads(candidate["files"] or "[]") if f.get("content") is not None]
+    # a test file whose text the log does not hold (it existed before the session) gets its
+    # replayed end-of-task text, so the start state is graded with the task's tests too
+    hidden = {f["path"]: f["content"] if f.get("content") is not None else expected.get(f["path"])
+              for f in orjson.loads(candidate["files"] or "[]")}
+    hidden = {path: text for path, text in hidden.items() if text is not None}
     if hidden:
         rel = os.path.relpath(cwd, sandbox.mount_at)
-        sandbox.install_files({os.path.normpath(os.path.join(rel, f["path"])): f["content"] for f in hidden})
+        sandbox.install_files({os.path.normpath(os.path.join(rel, path)): text for path, text in hidden.items()})
     workdir = candidate["workdir"]  # one outside the rebuilt repository does not exist in the sandbox
     result = sandbox.run(candidate["command"], cwd=workdir if within(workdir, sandbox.mount_at) else cwd)
     excerpt = result.output[-EXCERPT:]

@@ -109,9 +109,11 @@ def _grading_order(candidates: list[dict]) -> list[dict]:
 
 
 def _end_contents(candidates: list[dict], base: Path) -> dict[str, str | None]:
-    """The replayed end-of-task text of every file an exact diff names without recorded content."""
-    wanted = {f["path"] for c in candidates if c["kind"] == "file_diff" and c["mode"] == "exact"
-              for f in orjson.loads(c["files"]) if f["content"] is None and f["op"] != "delete"}
+    """The replayed end-of-task text of every file an exact diff or a test candidate's hidden test
+    files name without recorded content."""
+    wanted = {f["path"] for c in candidates if (c["kind"] == "file_diff" and c["mode"] == "exact")
+              or c["kind"] == "test_command"
+              for f in orjson.loads(c["files"] or "[]") if f["content"] is None and f.get("op") != "delete"}
     contents = {}
     for path in wanted:
         try:

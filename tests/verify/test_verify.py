@@ -122,3 +122,20 @@ def test_schema_of_verifications(tmp_path):
     assert rows
     for row in rows:
         jsonschema.validate(row, schema)
+
+
+def test_changed_test_file_is_graded_in_its_end_of_task_version(tmp_path):
+    """The task extends an existing test file: the start state is graded with the extended tests."""
+    repo = tmp_path / "work" / "ext"
+    commit = _repo(repo)
+    add_test = ("*** Begin Patch\n*** Update File: test_calc.py\n@@\n     def test_add(self):\n"
+                "         self.assertEqual(add(2, 3), 5)\n+\n+    def test_sub(self):\n"
+                "+        from calc import sub\n+        self.assertEqual(sub(3, 1), 2)\n*** End Patch\n")
+    add_sub = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+               "+\n+\n+def sub(a, b):\n+    return a - b\n*** End Patch\n")
+    builder = (SessionBuilder(cwd=str(repo), commit=commit)
+               .user("Add sub with a test").patch(add_test).run(TESTS, 1).patch(add_sub).run(TESTS, 0).agent("Done."))
+    store, _ = _pipeline(tmp_path, builder)
+    row = query(store, "SELECT * FROM verifiers WHERE kind = 'test_command'")[0]
+    assert row["status"] == "validated", row["status_reason"]
+    assert "Ran 2 tests" in row["before_excerpt"]  # the start state ran the task's extended tests (1 before)
