@@ -363,3 +363,40 @@ def init_model_cmd(
 
 def _num(value) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+@app.command("run")
+def run_cmd(
+    demo: Annotated[bool, typer.Option("--demo", help="Run on the small corpus (and repository) shipped with "
+                                       "logmine.")] = False,
+    pipeline: Annotated[Optional[Path], typer.Option(
+        help="Pipeline TOML overriding logmine/pipelines/codex-default.toml.")] = None,
+    store: Annotated[Optional[Path], typer.Option("--store", envvar="LOGMINE_STORE",
+                                                  help="Store directory (default: the pipeline's).")] = None,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Export directory (default: the pipeline's).")] =
+        None,
+) -> None:
+    """The main job: ingest → segment → verify → export (SFT and TMax), on ~/.codex or with --demo."""
+    from logmine.export.sft import SftExportError
+    from logmine.export.tmax import ExportError
+    from logmine.run import RunConfig, run_pipeline
+
+    config = RunConfig(store=store, pipeline=pipeline, demo=demo, out=out_dir)
+    try:
+        with err.status("running") as status:
+            summary = run_pipeline(config, on_stage=lambda name: status.update(f"{name} …"))
+    except NothingToIngest as exc:
+        fail(str(exc), "pass --demo, or set [ingest] paths in a pipeline file")
+    except (NothingToSegment, NothingToVerify, PipelineError, StoreError, SftExportError, ExportError) as exc:
+        fail(str(exc))
+    render_summary(out, summary.ingest, summary.store)
+    render_segment_summary(out, summary.segment, summary.store)
+    render_verify_summary(out, summary.verify, summary.store)
+    if summary.sft:
+        out.print(f"[bold]export sft[/]: {summary.sft.examples} examples", highlight=False)
+    if summary.tmax:
+        out.print(f"[bold]export tmax[/]: {summary.tmax.rows} rows with task bundles", highlight=False)
+    table = Table("output", "where", title="logmine run: outputs", title_justify="left")
+    for name, path in summary.outputs.items():
+        table.add_row(name, str(path))
+    out.print(table)

@@ -42,7 +42,11 @@ def _overlay(base: dict, override: dict, where: str, prefix: str = "") -> None:
         name = f"{prefix}{key}"
         if key not in base:
             raise PipelineError(f"unknown setting {name!r} in {where}")
-        if isinstance(base[key], dict):
+        if isinstance(base[key], dict) and not base[key]:  # an open table (repo_map): any keys
+            if not isinstance(value, dict):
+                raise PipelineError(f"setting {name!r} in {where} must be a table")
+            base[key] = value
+        elif isinstance(base[key], dict):
             if not isinstance(value, dict):
                 raise PipelineError(f"setting {name!r} in {where} must be a table")
             _overlay(base[key], value, where, f"{name}.")

@@ -34,10 +34,10 @@ def test_demo_ingest_then_stats(tmp_path):
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert summary["quarantined_lines"] == 0 and summary["bad_files"] == []
-    assert summary["formats"] == {"g0": 1, "g1": 3, "g2": 5, "history": 1}
-    assert summary["sessions"] == 9
+    assert summary["formats"] == {"g0": 1, "g1": 3, "g2": 6, "history": 1}
+    assert summary["sessions"] == 10
     again = json.loads(runner.invoke(app, ["ingest", "--demo", "--store", str(store), "--json"]).output)
-    assert again["events"] == 0 and again["files"]["unchanged"] == 10
+    assert again["events"] == 0 and again["files"]["unchanged"] == 11
     stats = json.loads(runner.invoke(app, ["stats", "--store", str(store), "--json"]).output)
     versions = {row["cli_version"] for row in stats["by_version"]}
     assert {"0.171.0", "0.90.0", "0.45.0", "0.34.0", "0.46.0"} <= versions
@@ -112,10 +112,10 @@ def test_segment_demo(tmp_path):
     result = runner.invoke(app, ["segment", "--store", str(store), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert summary["tasks"] >= 7 and summary["fail_to_pass"] == 4
-    assert summary["sessions"] == {"seen": 9, "segmented": 9}
+    assert summary["tasks"] == 14 and summary["fail_to_pass"] == 6
+    assert summary["sessions"] == {"seen": 10, "segmented": 10}
     table = runner.invoke(app, ["segment", "--store", str(store)])
-    assert table.exit_code == 0 and "9 seen: 0 segmented, 9 unchanged" in table.output
+    assert table.exit_code == 0 and "10 seen: 0 segmented, 10 unchanged" in table.output
 
 
 def test_segment_errors(tmp_path):
@@ -168,7 +168,7 @@ def test_export_commands_on_the_demo(tmp_path):
                                  "--min-verifier", "any", "--tokenizer", str(tokenizer), "--lambda", "0.1", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert summary["examples"] == 11 and summary["token_examples"] > 0 and summary["dropped"] == {"no agent turn": 1}
+    assert summary["examples"] == 13 and summary["token_examples"] > 0 and summary["dropped"] == {"no agent turn": 1}
     tokens = pq.read_table(next((tmp_path / "sft/tokens").glob("*.parquet"))).to_pylist()[0]
     assert set(tokens["loss_weights"]) <= {0.0, 0.1, 1.0} and len(tokens["loss_weights"]) == len(tokens["input_ids"])
     # the demo's repositories are not on this machine: nothing can be rebuilt, so no TMax row
