@@ -157,13 +157,13 @@ def detect_format(source_path: str, first: dict) -> str:
 def _read_g0(handle, source: str, gen: int, st: os.stat_result, redactor: Redactor, change: str) -> FileResult:
     handle.seek(0)
     data = handle.read(MAX_G0_BYTES + 1)
-    quarantine = lambda reason, excerpt: FileResult(  # noqa: E731
-        _record(source, gen, "g0", st, len(data), None),
-        change,
-        quarantine=[{"source_path": source, "line_no": None, "byte_offset": 0, "reason": reason,
-                     "excerpt": excerpt[:EXCERPT_CHARS], "file_gen": gen}],
-        bytes_read=len(data),
-    )
+
+    def quarantine(reason: str, excerpt: str) -> FileResult:  # the whole document is one record
+        row = {"source_path": source, "line_no": None, "byte_offset": 0, "reason": reason,
+               "excerpt": excerpt[:EXCERPT_CHARS], "file_gen": gen}
+        return FileResult(_record(source, gen, "g0", st, len(data), None), change, quarantine=[row],
+                          bytes_read=len(data))
+
     if len(data) > MAX_G0_BYTES:
         return quarantine(f"JSON document larger than {MAX_G0_BYTES} bytes", "")
     try:
