@@ -1,7 +1,7 @@
-"""A tiny chat tokenizer built locally (nothing is downloaded): byte-level BPE trained in memory,
-wrapped in ``transformers.PreTrainedTokenizerFast`` with a ChatML template that renders tools and
-tool calls and marks assistant output with ``{% generation %}`` (so ``return_assistant_tokens_mask``
-works, as TRL's training templates do).
+"""A tiny chat tokenizer built locally (nothing is downloaded): the one ``logmine train init-model``
+ships (:mod:`logmine.train.tiny`: byte-level BPE trained in memory, wrapped in
+``transformers.PreTrainedTokenizerFast``, a ChatML template that renders tools and tool calls and
+marks assistant output with ``{% generation %}``), plus a template that strips earlier thinking.
 
     path = save_tiny_tokenizer(tmp_path / "tok")               # CHATML_TOOLS template
     path = save_tiny_tokenizer(tmp_path / "tok", STRIP_THINK)  # drops <think> of every turn but the last
@@ -14,114 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-# Qwen2's (and Llama 3's) pre-tokenization: runs of newlines are one piece whatever follows them
-QWEN_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
-              r"|\s+(?!\S)|\s+")
+from logmine.train.tiny import _TEMPLATE, CHATML_TOOLS, SPECIALS, tiny_tokenizer, train_tokenizer  # noqa: F401
 
-_SYSTEM_AND_TOOLS = """\
-{%- if tools %}
-{{- '<|im_start|>system\\n' }}
-{%- if messages[0].role == 'system' %}{{- messages[0].content + '\\n\\n' }}{%- endif %}
-{{- '# Tools\\n<tools>' }}
-{%- for tool in tools %}{{- '\\n' + (tool | tojson) }}{%- endfor %}
-{{- '\\n</tools><|im_end|>\\n' }}
-{%- elif messages[0].role == 'system' %}
-{{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
-{%- endif %}
-"""
-
-_ASSISTANT = """\
-{{- '<|im_start|>assistant\\n' }}
-{%- generation %}
-{%- if THINK_CONDITION %}{{- '<think>\\n' + message.reasoning_content + '\\n</think>\\n' }}{%- endif %}
-{%- if message.content %}{{- message.content }}{%- endif %}
-{%- for call in message.tool_calls or [] %}
-{%- if message.content or not loop.first %}{{- '\\n' }}{%- endif %}
-{{- '<tool_call>\\n{"name": "' + call.function.name + '", "arguments": ' + call.function.arguments + '}\\n</tool_call>' }}
-{%- endfor %}
-{{- '<|im_end|>' }}
-{%- endgeneration %}
-{{- '\\n' }}
-"""
-
-_TEMPLATE = (_SYSTEM_AND_TOOLS + """\
-{%- for message in messages %}
-{%- if message.role == 'user' %}
-{{- '<|im_start|>user\\n' + message.content + '<|im_end|>\\n' }}
-{%- elif message.role == 'assistant' %}
-""" + _ASSISTANT + """\
-{%- elif message.role == 'tool' %}
-{{- '<|im_start|>tool\\n' + message.content + '<|im_end|>\\n' }}
-{%- endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}
-""")
-
-# ChatML with tools; reasoning_content is rendered in every assistant turn (prefix-stable).
-CHATML_TOOLS = _TEMPLATE.replace("THINK_CONDITION", "message.reasoning_content")
 # Like DeepSeek-R1's template: <think> is kept only in the final message, so appending a turn
 # re-renders the previous one without it (prefix-unstable whenever an earlier turn has reasoning).
 STRIP_THINK = _TEMPLATE.replace("THINK_CONDITION", "message.reasoning_content and loop.last")
-
-_CORPUS = """\
-You are a coding agent working in a repository. Use the bash tool to run commands and apply_patch
-to edit files. The add function is broken; fix it and make the tests pass. Run the tests first.
-python -m pytest -q failed: assert add(2, 3) == 5. Fixed add in calc.py; tests pass.
-*** Begin Patch
-*** Update File: calc.py
-@@
- def add(a, b):
--    return a - b
-+    return a + b
-*** End Patch
-Success. Updated the following files: M calc.py [exit code: 0] [exit code: 1]
-{"type": "function", "function": {"name": "bash", "description": "Run a shell command",
-"parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}
-<tool_call> </tool_call> <tools> </tools> <think> </think> the a of to in is it and that for with
-ls -la; cat README.md; git status; git diff; grep -rn TODO src/ tests/; echo hello world
-
-Paragraphs are separated by blank lines.
-
-So a blank line is one token.
-
-"""
-
-
-def train_tokenizer(texts: Iterable[str] = (), vocab_size: int = 512, metaspace: bool = False):
-    """A BPE ``tokenizers.Tokenizer`` trained on ``texts`` (plus a small built-in corpus): byte-level
-    with Qwen2's pre-tokenization, or with ``metaspace`` SentencePiece style (``▁`` for spaces, prepended to the
-    first word of the input only, as Llama's and Mistral's tokenizers do)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    if metaspace:
-        tok = Tokenizer(models.BPE(unk_token="<unk>"))
-        tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="first")
-        tok.decoder = decoders.Metaspace(prepend_scheme="first")
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[*SPECIALS, "<unk>"], show_progress=False)
-    else:
-        tok = Tokenizer(models.BPE())
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-        tok.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False,
-                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator([_CORPUS, *texts], trainer)
-    return tok
-
-
-def tiny_tokenizer(template: str = CHATML_TOOLS, texts: Iterable[str] = (), vocab_size: int = 512,
-                   metaspace: bool = False):
-    """A ``PreTrainedTokenizerFast`` with ``template`` as its chat template."""
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=train_tokenizer(texts, vocab_size, metaspace),
-                                        bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                        unk_token=None)
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<|im_start|>"]})
-    tokenizer.chat_template = template
-    return tokenizer
 
 
 def save_tiny_tokenizer(path: Path, template: str = CHATML_TOOLS, texts: Iterable[str] = (),
