@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
 from logmine import __version__
+from logmine.demo import DEMO_INPUTS
 from logmine.ingest import IngestConfig, NothingToIngest, StoreError, ingest
 from logmine.ingest.run import DEFAULT_JOBS
 from logmine.pipeline import PipelineError
@@ -38,7 +39,6 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-DEMO_HOME = Path(__file__).parent / "demo" / "codex-home"
 StoreOpt = Annotated[
     Path,
     typer.Option("--store", envvar="LOGMINE_STORE", help="Store directory (Parquet tables + catalog.duckdb)."),
@@ -87,7 +87,7 @@ def ingest_cmd(
     """
     inputs = tuple(paths or ())
     if demo:
-        inputs = (DEMO_HOME / "sessions", DEMO_HOME / "history.jsonl")
+        inputs = DEMO_INPUTS
     missing = [p for p in inputs if not os.path.lexists(p)]
     if missing:
         fail(f"no such file or directory: {missing[0]}")

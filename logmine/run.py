@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logmine.demo import DEMO_DIR, DEMO_INPUTS
 from logmine.export.sft import SftExportConfig, SftExportSummary, export_sft
 from logmine.export.tmax import TmaxExportConfig, TmaxExportSummary, export_tmax
 from logmine.ingest.run import IngestConfig, IngestSummary, ingest
@@ -22,8 +23,6 @@ from logmine.pipeline import load_pipeline
 from logmine.segment.run import SegmentConfig, SegmentSummary, segment
 from logmine.verify.run import VerifyConfig, VerifySummary, verify
 
-DEMO = Path(__file__).parent / "demo"
-DEMO_HOME = DEMO / "codex-home"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +59,7 @@ def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary
     repo_map = dict(ver["repo_map"])
     with tempfile.TemporaryDirectory(prefix="logmine-demo-repos-") as tmp:
         if config.demo:
-            paths = (DEMO_HOME / "sessions", DEMO_HOME / "history.jsonl")
+            paths = DEMO_INPUTS
             repo_map.update(_demo_repos(Path(tmp)))
         stage("ingest")
         ingested = ingest(IngestConfig(paths=paths, store=store, max_line_bytes=ing["max_line_mb"] << 20,
@@ -89,8 +88,8 @@ def _demo_repos(tmp: Path) -> dict[str, str]:
     """Copy the demo's repositories out of the package (it may sit inside another git checkout,
     which would be mistaken for theirs) and map their recorded paths there."""
     mapping = {}
-    for recorded, name in tomllib.loads((DEMO / "repos.toml").read_text())["repos"].items():
+    for recorded, name in tomllib.loads((DEMO_DIR / "repos.toml").read_text())["repos"].items():
         target = tmp / name
-        shutil.copytree(DEMO / "repos" / name, target)
+        shutil.copytree(DEMO_DIR / "repos" / name, target)
         mapping[recorded] = str(target)
     return mapping
