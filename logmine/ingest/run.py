@@ -17,7 +17,7 @@ import pyarrow as pa
 from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.redact import Redactor
-from logmine.ingest.source import FileResult, bad_file, read_file
+from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.store import Store
 
 
@@ -87,18 +87,18 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         if total_cb:
             total_cb(sum(sizes.values()))
-        unchanged, tasks = [], []
-        for p in files:  # a file whose size and mtime are as recorded is not opened at all
+        settled, tasks = [], []
+        for p in files:  # unchanged files are settled here, without starting a worker
             prev = known.get(str(p))
-            if prev and prev.error is None and stats[str(p)] == (prev.size, prev.mtime_ns):
-                unchanged.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter()))
+            if unchanged(prev, *stats[str(p)]):
+                settled.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter()))
             else:
                 tasks.append(_Task(p, prev, store.new_gen(), config.max_line_bytes))
         listed = (_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
                   for b in bad_paths)
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
-        for outcome in itertools.chain(unchanged, _read_all(tasks, config.jobs, changed_bytes), listed):
+        for outcome in itertools.chain(settled, _read_all(tasks, config.jobs, changed_bytes), listed):
             _account(summary, outcome)
             if outcome.change != "unchanged":
                 batch.add(outcome)

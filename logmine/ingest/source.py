@@ -48,7 +48,7 @@ def read_file(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, 
             raise IsADirectoryError(0, "not a regular file")
     except OSError as exc:
         return bad_file(source, prev, new_gen, f"cannot read file: {exc.strerror or exc}", None)
-    if prev and prev.error is None and (prev.size, prev.mtime_ns) == (st.st_size, st.st_mtime_ns):
+    if unchanged(prev, st.st_size, st.st_mtime_ns):
         return FileResult(prev, "unchanged")
     if st.st_size == 0:
         return bad_file(source, prev, new_gen, "empty file", st)
@@ -72,6 +72,11 @@ def read_file(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, 
         reader = _JsonlReader(source, state, gen, redactor, max_line)
         reader.read(handle, 0)
         return reader.result(handle, st, change)
+
+
+def unchanged(prev: FileRecord | None, size: int, mtime_ns: int) -> bool:
+    """A file read cleanly before whose size and mtime are as recorded is not opened again."""
+    return prev is not None and prev.error is None and (prev.size, prev.mtime_ns) == (size, mtime_ns)
 
 
 class _JsonlReader:
