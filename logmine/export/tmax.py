@@ -29,7 +29,7 @@ from logmine.ingest.redact import Redactor
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.run import load_task
 from logmine.verify.task import TaskInput
-from logmine.verify.workspace import NotRebuilt, rebuild
+from logmine.verify.workspace import NotRebuilt, read_inside, rebuild
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -145,7 +145,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         scratch = Path(tmp) / "scratch"
         shutil.copytree(state.path, scratch, symlinks=True)
         solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
-        end = {p: _read(scratch / rel / p) for c in item.candidates if c["kind"] in ("file_diff", "test_command")
+        end = {p: read_inside(scratch / rel, p) for c in item.candidates if c["kind"] in ("file_diff", "test_command")
                for p in (f["path"] for f in orjson.loads(c["files"] or "[]"))}
     instruction = _USER.format(prompt=task["prompt"], where="" if rel == "." else f"/{rel}")
     _write_bundle(target, verifier, instruction, rel, solve, end, config, task)
@@ -207,12 +207,6 @@ def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExpo
                                                        left_out=summary.left_out_files, image=config.image,
                                                        env=config.env_name))
 
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text()
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 _CARD = """---

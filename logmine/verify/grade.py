@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from logmine.verify.workspace import within
+from logmine.verify.workspace import read_inside, within
 
 EXCERPT = 600
 
@@ -62,7 +62,7 @@ def _file_diff(workspace: Path, mount_at: str, candidate: dict, cwd: str, expect
     problems = []
     for change in orjson.loads(candidate["files"]):
         path = change["path"]
-        text = _read(base / path)
+        text = read_inside(base, path)
         if candidate["mode"] == "exact":
             want = change["content"] if change["content"] is not None or change["op"] == "delete" else expected.get(path)
             if text != want:
@@ -78,9 +78,3 @@ def _file_diff(workspace: Path, mount_at: str, candidate: dict, cwd: str, expect
                 problems.append(f"{path}: {len(present)} removed line(s) still present")
     return Grade(not problems, None, time.monotonic() - started, "; ".join(problems)[:EXCERPT])
 
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text() if path.is_file() and not path.is_symlink() else None
-    except (OSError, UnicodeDecodeError):
-        return None

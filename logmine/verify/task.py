@@ -19,7 +19,7 @@ import orjson
 from logmine.patch import FileOp, render_patch
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.verify.grade import Grade, grade
-from logmine.verify.workspace import NotRebuilt, StartState, rebuild, within
+from logmine.verify.workspace import NotRebuilt, StartState, read_inside, rebuild, within
 
 
 @dataclass
@@ -114,13 +114,7 @@ def _end_contents(candidates: list[dict], base: Path) -> dict[str, str | None]:
     wanted = {f["path"] for c in candidates if (c["kind"] == "file_diff" and c["mode"] == "exact")
               or c["kind"] == "test_command"
               for f in orjson.loads(c["files"] or "[]") if f["content"] is None and f.get("op") != "delete"}
-    contents = {}
-    for path in wanted:
-        try:
-            contents[path] = (base / path).read_text()
-        except (OSError, UnicodeDecodeError):
-            contents[path] = None
-    return contents
+    return {path: read_inside(base, path) for path in wanted}
 
 
 def _row(candidate: dict, before: Grade, after: Grade, note: str | None) -> dict:

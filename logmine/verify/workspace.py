@@ -40,6 +40,21 @@ def within(path: str | None, root: str) -> bool:
     return bool(path) and (path == root or path.startswith(root.rstrip("/") + "/"))
 
 
+def read_inside(base: Path, rel: str) -> str | None:
+    """The text of the regular file ``base/rel``, or None when it is missing, not UTF-8, a link, or
+    lies outside ``base`` once links in its directories are followed (a replayed command may leave a
+    link to a host file)."""
+    if (base / rel).is_symlink():
+        return None
+    path = (base / rel).resolve()
+    if not path.is_relative_to(base.resolve()) or not path.is_file():
+        return None
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def map_path(path: str, repo_map: dict[str, str]) -> str:
     """Apply the longest matching ``OLD=NEW`` prefix of ``repo_map`` to ``path``."""
     for old in sorted(repo_map, key=len, reverse=True):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from logmine.train.tiny import _TEMPLATE, CHATML_TOOLS, SPECIALS, tiny_tokenizer, train_tokenizer  # noqa: F401
+from logmine.train.tiny import _TEMPLATE, CHATML_TOOLS, tiny_tokenizer
 
 # Like DeepSeek-R1's template: <think> is kept only in the final message, so appending a turn
 # re-renders the previous one without it (prefix-unstable whenever an earlier turn has reasoning).
