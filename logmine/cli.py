@@ -286,7 +286,7 @@ def export_sft_cmd(
         out.print("  tokens: " + ", ".join(f"{k} {v}" for k, v in summary.tokens.most_common()), highlight=False)
 
 
-train_app = typer.Typer(help="Train on exported data: SFT with the ActObs loss (GRPO arrives later).",
+train_app = typer.Typer(help="Train on exported data: SFT with the ActObs loss, GRPO with DPPO in the sandbox.",
                         no_args_is_help=True)
 app.add_typer(train_app, name="train")
 
@@ -400,3 +400,6 @@ def run_cmd(
     for name, path in summary.outputs.items():
         table.add_row(name, str(path))
     out.print(table)
+
+
+from logmine import cli_rl  # noqa: E402,F401 - registers train grpo, filter and eval

@@ -34,3 +34,19 @@ def fixture_store(tmp_path_factory) -> tuple[Path, object]:
     store = tmp_path_factory.mktemp("fixtures") / "store"
     summary = ingest(IngestConfig(paths=(FIXTURES / "codex-public", FIXTURES / "codex-generated"), store=store))
     return store, summary
+
+
+@pytest.fixture(scope="session")
+def shell_family(tmp_path_factory) -> dict:
+    """The synthetic shell-task family (train/held-out TMax dirs) and a tiny model SFT-trained on it."""
+    from rl_support import shell_family as build
+
+    return build(tmp_path_factory.mktemp("shell-family"))
+
+
+@pytest.fixture(scope="session")
+def demo_tmax(tmp_path_factory) -> Path:
+    """The demo's TMax export: tasks of a real Codex CLI 0.171 session, with runnable bundles."""
+    from rl_support import demo_tmax as build
+
+    return build(tmp_path_factory.mktemp("demo-tmax"))

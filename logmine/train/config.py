@@ -19,7 +19,6 @@ import yaml
 NORMALISATIONS = ("example", "batch")
 SCHEDULES = ("cosine", "constant")
 DTYPES = ("fp32", "bf16")
-_PATHS = ("data", "model", "out")
 
 
 class ConfigError(ValueError):
@@ -53,9 +52,13 @@ class SftTrainConfig:
     log_every: int = 1  # metrics every N steps (always at the last step)
     tensorboard: bool = False  # also write TensorBoard events to out/tensorboard (needs `tensorboard`)
 
+    def validate(self) -> None:
+        _check_sft(self)
 
-def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> SftTrainConfig:
-    """The recipe at ``path`` (YAML mapping, optional) with ``overrides`` applied. Raises :class:`ConfigError`."""
+
+def load_config(path: Path | None, overrides: dict[str, Any] | None = None, kind: type = None):
+    """The recipe at ``path`` (YAML mapping, optional) with ``overrides`` applied, as a ``kind`` config
+    (default :class:`SftTrainConfig`; also ``GrpoTrainConfig``). Raises :class:`ConfigError`."""
     values: dict[str, Any] = {}
     if path is not None:
         try:
@@ -68,28 +71,34 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None) -> S
             raise ConfigError(f"the recipe {path} must be a mapping of keys to values")
         values.update(loaded or {})
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return make_config(values)
+    return make_config(values, kind)
 
 
-def make_config(values: dict[str, Any]) -> SftTrainConfig:
-    """A validated :class:`SftTrainConfig` from plain values (YAML or JSON types)."""
-    fields = {f.name: f for f in dataclasses.fields(SftTrainConfig)}
+def make_config(values: dict[str, Any], kind: type = None):
+    """A validated config of dataclass ``kind`` (default :class:`SftTrainConfig`) from plain values (YAML
+    or JSON types): unknown keys and missing required paths are errors, then ``kind.validate`` runs."""
+    kind = kind or SftTrainConfig
+    fields = {f.name: f for f in dataclasses.fields(kind)}
     unknown = sorted(set(values) - set(fields))
     if unknown:
         raise ConfigError(f"unknown config key{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)} "
                           f"(known: {', '.join(fields)})")
-    missing = [name for name in _PATHS if values.get(name) in (None, "")]
+    paths = [f.name for f in dataclasses.fields(kind) if f.type in (Path, "Path")]
+    missing = [name for name in paths if values.get(name) in (None, "")]
     if missing:
         raise ConfigError(f"missing required setting{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
     values = dict(values)
-    for name in _PATHS:
+    for name in paths:
         values[name] = Path(values[name])
-    config = SftTrainConfig(**values)
-    _check(config)
+    try:
+        config = kind(**values)
+    except TypeError as exc:
+        raise ConfigError(str(exc)) from None
+    config.validate()
     return config
 
 
-def _check(c: SftTrainConfig) -> None:
+def _check_sft(c: SftTrainConfig) -> None:
     for name, allowed in (("normalisation", NORMALISATIONS), ("schedule", SCHEDULES), ("dtype", DTYPES)):
         if getattr(c, name) not in allowed:
             raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(c, name)!r}")
@@ -107,7 +116,20 @@ def _check(c: SftTrainConfig) -> None:
         raise ConfigError(f"max_grad_norm must be positive or null, got {c.max_grad_norm}")
 
 
-def config_dict(config: SftTrainConfig) -> dict[str, Any]:
+def config_dict(config) -> dict[str, Any]:
     """JSON-ready values (paths as strings), as written to the run directory's config.json."""
     return {f.name: (str(v) if isinstance(v := getattr(config, f.name), Path) else v)
             for f in dataclasses.fields(config)}
+
+
+def check_choice(value: str, name: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def check_positive_ints(config, names: tuple[str, ...], minimum: int = 1) -> None:
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            kind = "a positive" if minimum == 1 else "a non-negative"
+            raise ConfigError(f"{name} must be {kind} integer, got {value!r}")

@@ -1,0 +1,155 @@
+"""K rollouts per task with one policy, resumable: what ``logmine filter`` and ``logmine eval`` share.
+
+Results go to ``out/samples.jsonl``, one line per task once its K rollouts are done (task id,
+rewards, unscored reasons, ends, turns). A rerun with the same ``out`` skips the tasks already
+there, so an interrupted run continues where it stopped; a different K or model in the same
+directory is refused (``config.json`` records them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+
+from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
+from logmine.train.config import ConfigError, check_choice, check_positive_ints
+from logmine.train.grpo_config import ENGINES, env_config, rollout_config
+
+SAMPLES = "samples.jsonl"
+
+
+class SamplingError(RuntimeError):
+    """The run cannot start: no tasks, no model, an output directory of another run."""
+
+
+@dataclass(frozen=True, slots=True)
+class SampleConfig:
+    data: Path  # a TMax directory (`logmine export tmax` output)
+    model: Path  # a local model directory with its tokenizer
+    out: Path
+    samples: int = 8  # rollouts per task
+    engine: str = "hf"
+    seed: int = 0
+    batch_tasks: int = 8  # tasks rolled out together (their K rollouts each)
+    rollout_workers: int = 4
+    max_turns: int = 16
+    max_turn_tokens: int = 512
+    max_response_tokens: int = 4096
+    temperature: float = 1.0
+    top_p: float = 1.0
+    parser: str = "auto"
+    format_feedback: bool = False
+    system_prompt: str | None = None
+    apply_patch: bool = False
+    backend: str = "bwrap"
+    image: str | None = None
+    command_timeout_s: float = 120.0
+    test_timeout_s: float = 120.0
+    test_timeout_reward: float | None = 0.0  # a grader past its timeout: this reward (None: unscored)
+
+    def validate(self) -> None:
+        check_choice(self.engine, "engine", ENGINES)
+        check_positive_ints(self, ("samples", "batch_tasks", "rollout_workers", "max_turns", "max_turn_tokens",
+                                   "max_response_tokens"))
+        if not self.temperature > 0:
+            raise ConfigError(f"temperature must be positive, got {self.temperature}")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSamples:
+    task_id: str
+    rewards: tuple[float | None, ...]  # None: unscored
+    unscored: tuple[str, ...]  # the reasons, one per unscored rollout
+    ends: tuple[str, ...]
+    turns: tuple[int, ...]
+
+    @property
+    def scored(self) -> list[float]:
+        return [r for r in self.rewards if r is not None]
+
+    @property
+    def correct(self) -> int:
+        return sum(r >= 1.0 for r in self.scored)
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.correct / len(self.scored) if self.scored else None
+
+
+def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None = None,
+               ) -> tuple[list[RlTask], dict[str, TaskSamples]]:
+    """Every task's K rollouts (from ``out/samples.jsonl`` when already done); returns (tasks, samples)."""
+    from logmine.train.grpo import load_policy, make_engine
+    from logmine.agent.rollout import run_rollouts
+    from logmine.train.sft import TrainError
+
+    try:
+        tasks = load_tasks(config.data)
+    except TaskSetError as exc:
+        raise SamplingError(str(exc)) from exc
+    done = _prepare(config)
+    try:
+        policy = load_policy(config.model, config.apply_patch)
+        engine = make_engine(config.engine, policy, config.model, config.seed)
+    except TrainError as exc:
+        raise SamplingError(str(exc)) from exc
+    todo = [t for t in tasks if t.task_id not in done]
+    if progress:
+        progress(len(tasks) - len(todo), len(tasks))
+    with (config.out / SAMPLES).open("a") as sink:
+        for start in range(0, len(todo), config.batch_tasks):
+            chunk = todo[start:start + config.batch_tasks]
+            torch.manual_seed(config.seed * 1_000_003 + len(done))
+            jobs = [(task, k) for task in chunk for k in range(config.samples)]
+            rollouts = run_rollouts(jobs, engine, policy.fmt, rollout_config(config), env_config(config),
+                                    policy.max_context)
+            for i, task in enumerate(chunk):
+                mine = rollouts[i * config.samples:(i + 1) * config.samples]
+                result = TaskSamples(task.task_id, tuple(r.reward for r in mine),
+                                     tuple(r.unscored for r in mine if r.unscored), tuple(r.end for r in mine),
+                                     tuple(r.turns for r in mine))
+                done[task.task_id] = result
+                sink.write(json.dumps({"task_id": result.task_id, "rewards": result.rewards,
+                                       "unscored": result.unscored, "ends": result.ends,
+                                       "turns": result.turns}) + "\n")
+            sink.flush()
+            if progress:
+                progress(len(tasks) - len(todo) + start + len(chunk), len(tasks))
+    return tasks, {t.task_id: done[t.task_id] for t in tasks}
+
+
+def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
+    """Create ``out`` (or check it belongs to this run) and read the tasks already sampled."""
+    key = {"model": str(config.model), "data": str(config.data), "samples": config.samples,
+           "temperature": config.temperature, "seed": config.seed}
+    marker = config.out / "config.json"
+    if marker.exists():
+        recorded = json.loads(marker.read_text())
+        if {k: recorded.get(k) for k in key} != key:
+            raise SamplingError(f"{config.out} holds a run with other settings "
+                                f"({', '.join(k for k in key if recorded.get(k) != key[k])} differ); use another --out")
+    else:
+        config.out.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({**key, **{f.name: _plain(getattr(config, f.name)) for f in fields(config)}},
+                                     indent=2) + "\n")
+    done = {}
+    path = config.out / SAMPLES
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by an interruption: that task is sampled again
+                continue
+            done[row["task_id"]] = TaskSamples(row["task_id"], tuple(row["rewards"]), tuple(row["unscored"]),
+                                               tuple(row["ends"]), tuple(row["turns"]))
+        path.write_text("".join(json.dumps({"task_id": s.task_id, "rewards": s.rewards, "unscored": s.unscored,
+                                            "ends": s.ends, "turns": s.turns}) + "\n" for s in done.values()))
+    return done
+
+
+def _plain(value):
+    return str(value) if isinstance(value, Path) else value

@@ -1,0 +1,476 @@
+"""``logmine train grpo``: multi-turn GRPO with DPPO masking on TMax tasks, rollouts in the sandbox.
+
+    summary = train_grpo(load_config(Path("train/grpo-dppo.yaml"), {"data": D, "model": M, "out": OUT},
+                                     kind=GrpoTrainConfig))
+
+One step: draw ``prompts_per_step`` tasks → ``group_size`` rollouts each (:mod:`logmine.agent`: a
+``bash`` agent in a bubblewrap sandbox, graded by the bundle's hidden tests at submission) → group
+advantages over the scored rollouts → drop zero-variance groups and, with ``active_sampling``, draw
+further tasks until the batch is full or ``max_draws_per_step`` is reached → ``num_minibatches``
+optimizer steps on the policy loss (:mod:`logmine.train.rl_loss`) → the engine samples from the new
+weights.
+
+Departures from textbook GRPO (each a config key):
+
+- The loss is DPPO by default (TMax): ratio π/μ against the *sampler's* log-probs, no clip, tokens
+  masked only when outside the binary-TV region and moving further out. ``loss: grpo`` is the clipped
+  PPO surrogate (DAPO clip-higher) against π_old.
+- Advantages are centered (r − mean, no std division, TMax/Dr.GRPO); ``standard`` divides by the std.
+- Multi-turn: the loss covers only the tokens the policy sampled; tool observations are in the
+  sequence (context) but masked out. Token-mean over the minibatch's sampled tokens; DPPO-masked
+  tokens stay in the denominator.
+- Unscored rollouts (sandbox or grader infrastructure failures) are not rewards of 0: they are out of
+  the baseline and the loss, and counted (``unscored``).
+- On-policy replacement: with one minibatch the old log-probs are the detached live ones (ratio ≡ 1).
+  With more minibatches, π_old comes from one no-grad pass before the first update.
+- Rollout correction for the grpo loss: truncated IS (token or sequence) against the sampler, and/or
+  sequence masking (MIS); metrics always report the sampler–trainer log-prob mismatch.
+- Optional k3 KL to the initial policy (β, default 0, always logged) and an ECHO-style observation
+  prediction loss (``echo_weight``, default 0).
+- Sampling temperature is applied to the trainer's logits too, so μ and π are the same distribution.
+
+Run directory: ``config.json``; ``metrics.jsonl`` (one row per step); ``rollouts.jsonl`` (every
+rollout: task, reward, end, turns, commands, token ids); ``checkpoints/step-N/`` (``model/`` plus
+``trainer_state.pt``: optimizer, scheduler, RNG, the task sampler's position); ``final/`` (model +
+tokenizer). ``resume`` continues from the latest checkpoint. Single process (no DDP for GRPO yet).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from logmine.agent.engines import HfEngine, VllmEngine
+from logmine.agent.rollout import ChatFormat, Rollout, run_rollouts
+from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
+from logmine.train.config import config_dict
+from logmine.train.grpo_config import GrpoTrainConfig, env_config, rollout_config
+from logmine.train.rl_loss import (group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights)
+from logmine.train.sft import TrainError
+
+STATE = "trainer_state.pt"
+
+
+@dataclass
+class GrpoSummary:
+    steps: int = 0
+    resumed_from: int = 0
+    rollouts: int = 0
+    unscored: int = 0
+    rewards: list[float] = field(default_factory=list)  # mean reward per step of this invocation
+    out: Path | None = None
+    elapsed_s: float = 0.0
+
+
+@dataclass
+class Policy:
+    """A causal LM, its tokenizer and chat format, loaded from a local directory."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    fmt: ChatFormat
+    max_context: int
+
+
+def load_policy(path: Path, apply_patch: bool = False) -> Policy:
+    """Raises TrainError when the directory holds no model or tokenizer, or the template cannot do TITO."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    if not (Path(path) / "config.json").exists():
+        raise TrainError(f"no model at {path} (a local save_pretrained directory; "
+                         "`logmine train init-model` makes a tiny one)")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise TrainError(f"no tokenizer in {path}: {str(exc).splitlines()[0]}") from exc
+    if not tokenizer.chat_template:
+        raise TrainError(f"the tokenizer in {path} has no chat template")
+    try:
+        fmt = ChatFormat.from_tokenizer(tokenizer, apply_patch)
+    except ValueError as exc:
+        raise TrainError(str(exc)) from exc
+    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return Policy(model, tokenizer, fmt, int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20))
+
+
+def make_engine(name: str, policy: Policy, model_path: Path, seed: int):
+    if name == "vllm":
+        try:
+            return VllmEngine(str(model_path), seed=seed)
+        except RuntimeError as exc:
+            raise TrainError(str(exc)) from exc
+    return HfEngine(policy.model, policy.tokenizer.pad_token_id)
+
+
+class TaskSampler:
+    """Tasks in a fresh seeded permutation per epoch; ``drawn`` (the position) is the resumable state."""
+
+    def __init__(self, tasks: list[RlTask], seed: int, drawn: int = 0) -> None:
+        self.tasks, self.seed, self.drawn = tasks, seed, drawn
+
+    def draw(self, n: int) -> list[RlTask]:
+        out = []
+        for _ in range(n):
+            epoch, index = divmod(self.drawn, len(self.tasks))
+            order = list(range(len(self.tasks)))
+            random.Random(self.seed * 7919 + epoch).shuffle(order)
+            out.append(self.tasks[order[index]])
+            self.drawn += 1
+        return out
+
+
+def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | None = None) -> GrpoSummary:
+    """Run ``config.max_steps`` GRPO steps; see the module docstring."""
+    started = time.monotonic()
+    torch.manual_seed(config.seed)
+    try:
+        tasks = load_tasks(config.data)
+    except TaskSetError as exc:
+        raise TrainError(str(exc)) from exc
+    policy = load_policy(config.model, config.apply_patch)
+    model = policy.model.to("cuda" if torch.cuda.is_available() else "cpu")
+    engine = make_engine(config.engine, policy, config.model, config.seed)
+    reference = copy.deepcopy(model).eval().requires_grad_(False) if config.beta > 0 or config.ref_kl else None
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config))
+    sampler = TaskSampler(tasks, config.seed)
+    start = _start(config, model, optimizer, scheduler, sampler)
+    if start:
+        engine.sync(model)
+    summary = GrpoSummary(resumed_from=start, out=config.out)
+    metrics_file = (config.out / "metrics.jsonl").open("a")
+    rollouts_file = (config.out / "rollouts.jsonl").open("a") if config.save_rollouts else None
+    try:
+        for step in range(start + 1, config.max_steps + 1):
+            torch.manual_seed(config.seed * 1_000_003 + step)  # a resumed run samples what the original would
+            t0 = time.monotonic()
+            groups, drawn, all_rollouts = _collect(config, engine, policy, sampler)
+            rollout_s = time.monotonic() - t0
+            if rollouts_file:
+                for r in all_rollouts:
+                    rollouts_file.write(json.dumps({"step": step, **_rollout_row(r)}) + "\n")
+                rollouts_file.flush()
+            t1 = time.monotonic()
+            update = _update(config, model, reference, optimizer, scheduler, groups, policy.tokenizer.pad_token_id)
+            engine.sync(model)
+            row = _metrics(step, all_rollouts, drawn, groups, update, rollout_s, time.monotonic() - t1,
+                           scheduler, started)
+            summary.steps, summary.rollouts = step, summary.rollouts + len(all_rollouts)
+            summary.unscored += row["unscored"]
+            summary.rewards.append(row["reward_mean"])
+            if step % config.log_every == 0 or step == config.max_steps:
+                metrics_file.write(json.dumps(row) + "\n")
+                metrics_file.flush()
+                if on_metrics:
+                    on_metrics(row)
+            if config.save_every and step % config.save_every == 0:
+                _save(config.out / "checkpoints" / f"step-{step}", model, optimizer, scheduler, sampler, step)
+        final = config.out / "final"
+        model.save_pretrained(str(final))
+        policy.tokenizer.save_pretrained(str(final))
+    finally:
+        metrics_file.close()
+        if rollouts_file:
+            rollouts_file.close()
+    summary.elapsed_s = time.monotonic() - started
+    return summary
+
+
+@dataclass
+class _Group:
+    rollouts: list[Rollout]
+    advantages: list[float]
+
+
+def _collect(config: GrpoTrainConfig, engine, policy: Policy, sampler: TaskSampler):
+    """Roll out groups until ``prompts_per_step`` carry signal (or the draw limit): (kept groups, drawn, all)."""
+    limit = config.max_draws_per_step or 4 * config.prompts_per_step
+    kept: list[_Group] = []
+    all_rollouts: list[Rollout] = []
+    drawn = 0
+    while len(kept) < config.prompts_per_step and drawn < limit:
+        want = min(config.prompts_per_step - len(kept), limit - drawn)
+        tasks = sampler.draw(want)
+        drawn += want
+        jobs = [(task, g) for task in tasks for g in range(config.group_size)]
+        rollouts = run_rollouts(jobs, engine, policy.fmt, rollout_config(config), env_config(config),
+                                policy.max_context)
+        all_rollouts += rollouts
+        rewards = torch.tensor([[r.reward if r.scored else 0.0 for r in rollouts[i:i + config.group_size]]
+                                for i in range(0, len(rollouts), config.group_size)], dtype=torch.float64)
+        scored = torch.tensor([[r.scored for r in rollouts[i:i + config.group_size]]
+                               for i in range(0, len(rollouts), config.group_size)])
+        advantages, keep = group_advantages(rewards, scored, config.advantage, config.zero_std_eps)
+        for g, ok in enumerate(keep.tolist()):
+            if ok:
+                kept.append(_Group(rollouts[g * config.group_size:(g + 1) * config.group_size],
+                                   advantages[g].tolist()))
+        if not config.active_sampling:
+            break
+    return kept[:config.prompts_per_step], drawn, all_rollouts
+
+
+@dataclass
+class _Sequence:
+    ids: list[int]
+    start: int  # index in ids of the first response token
+    sampled: list[bool]
+    sampler_logprobs: list[float]
+    advantage: float
+
+
+def _sequences(groups: list[_Group]) -> list[_Sequence]:
+    return [_Sequence(r.prompt_ids + r.response_ids, len(r.prompt_ids), r.sampled, r.logprobs, a)
+            for g in groups for r, a in zip(g.rollouts, g.advantages) if r.scored and any(r.sampled)]
+
+
+@dataclass
+class _Batch:
+    input_ids: torch.Tensor  # (B, L) right-padded
+    attention: torch.Tensor
+    mask: torch.Tensor  # (B, L-1) bool: target token t+1 was sampled by the policy
+    observation: torch.Tensor  # (B, L-1) bool: target token is an observation token
+    sampler: torch.Tensor  # (B, L-1) sampler log-probs at masked positions
+    advantages: torch.Tensor  # (B, L-1)
+
+
+def _collate(seqs: list[_Sequence], pad_id: int, device) -> _Batch:
+    width = max(len(s.ids) for s in seqs)
+    b = len(seqs)
+    ids = torch.full((b, width), pad_id, dtype=torch.long)
+    attention = torch.zeros((b, width), dtype=torch.long)
+    mask = torch.zeros((b, width - 1), dtype=torch.bool)
+    observation = torch.zeros((b, width - 1), dtype=torch.bool)
+    sampler = torch.zeros((b, width - 1))
+    advantages = torch.zeros((b, width - 1))
+    for i, s in enumerate(seqs):
+        n, k = len(s.ids), len(s.sampled)
+        ids[i, :n] = torch.tensor(s.ids)
+        attention[i, :n] = 1
+        span = slice(s.start - 1, s.start - 1 + k)  # position t predicts token t+1
+        mask[i, span] = torch.tensor(s.sampled)
+        observation[i, span] = ~torch.tensor(s.sampled)
+        sampler[i, span] = torch.tensor(s.sampler_logprobs)
+        advantages[i, span] = s.advantage
+    return _Batch(ids.to(device), attention.to(device), mask.to(device), observation.to(device), sampler.to(device),
+                  advantages.to(device))
+
+
+def _micro_batches(seqs: list[_Sequence], budget: int) -> list[list[_Sequence]]:
+    """Length-sorted chunks whose padded size (rows × longest) stays within ``budget`` tokens."""
+    out, current = [], []
+    for s in sorted(seqs, key=lambda s: len(s.ids)):
+        if current and (len(current) + 1) * len(s.ids) > budget:
+            out.append(current)
+            current = []
+        current.append(s)
+    return out + ([current] if current else [])
+
+
+def token_logprobs(model, batch: _Batch, temperature: float, fp32_lm_head: bool, with_entropy: bool = False):
+    """(log-probs of each next token under the temperature-scaled policy (B, L-1), entropy or None,
+    plain log-probs (T = 1) for the echo loss)."""
+    logits = _logits(model, batch.input_ids, batch.attention, fp32_lm_head)[:, :-1].float()
+    targets = batch.input_ids[:, 1:].unsqueeze(-1)
+    scaled = torch.log_softmax(logits / temperature, dim=-1)
+    logprobs = scaled.gather(-1, targets).squeeze(-1)
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            entropy = -(scaled.exp() * scaled).sum(-1)
+    plain = torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1)
+    return logprobs, entropy, plain
+
+
+def _logits(model, input_ids, attention, fp32_lm_head: bool):
+    """``fp32_lm_head``: under bf16 autocast, the last hidden state and the LM head in fp32."""
+    if fp32_lm_head:
+        hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention, use_cache=False).last_hidden_state
+        head = model.get_output_embeddings()
+        with torch.autocast(device_type=input_ids.device.type, enabled=False):
+            return torch.nn.functional.linear(hidden.float(), head.weight.float(),
+                                              None if head.bias is None else head.bias.float())
+    return model(input_ids=input_ids, attention_mask=attention, use_cache=False).logits
+
+
+def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, groups: list[_Group], pad_id: int) -> dict:
+    seqs = _sequences(groups)
+    stats: dict[str, list[float]] = {}
+    grad_norms = []
+    if not seqs:
+        return {"grad_norm": None, "sequences": 0, "sampled_tokens": 0}
+    device = next(model.parameters()).device
+    fp32_head = config.dtype == "bf16" and config.fp32_lm_head
+    random.Random(config.seed).shuffle(seqs)
+    minibatches = [seqs[i::config.num_minibatches] for i in range(config.num_minibatches)]
+    replace = config.num_minibatches == 1 and config.onpolicy_replace
+    old = None if replace else _old_logprobs(config, model, minibatches, pad_id, device, fp32_head)
+    for m, minibatch in enumerate(minibatches):
+        if not minibatch:
+            continue
+        total = sum(sum(s.sampled) for s in minibatch)
+        observed = sum(len(s.sampled) - sum(s.sampled) for s in minibatch)
+        for k, micro in enumerate(_micro_batches(minibatch, config.micro_batch_tokens)):
+            batch = _collate(micro, pad_id, device)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
+                new, entropy, plain = token_logprobs(model, batch, config.temperature, fp32_head, True)
+            trainer = new.detach() if replace else old[(m, id(micro[0]))](batch)
+            mask = batch.mask
+            weights = None
+            if config.rollout_mis:
+                mask = mask & sequence_is_keep(trainer, batch.sampler, batch.mask, config.mis_low,
+                                               config.mis_high).unsqueeze(-1)
+            if config.rollout_is:
+                weights = truncated_is_weights(trainer, batch.sampler, mask, config.rollout_is_cap, config.rollout_is)
+            ref = None
+            if reference is not None:
+                with torch.no_grad():
+                    ref, _, _ = token_logprobs(reference, batch, config.temperature, fp32_head)
+            loss, metrics = policy_loss(new, trainer, batch.sampler, batch.advantages, mask, config.policy_loss(),
+                                        is_weights=weights, ref_logprobs=ref if config.beta > 0 else None,
+                                        denominator=float(total))
+            if config.echo_weight > 0 and observed:  # mean NLL over the minibatch's observation tokens
+                loss = loss - config.echo_weight * plain[batch.observation].sum() / observed
+            loss.backward()
+            n = int(batch.mask.sum())
+            for key, value in metrics.items():
+                stats.setdefault(key, []).append((float(value), n))
+            stats.setdefault("entropy", []).append((float(entropy[batch.mask].mean()) if n else 0.0, n))
+            diff = (trainer - batch.sampler)[batch.mask].abs()
+            stats.setdefault("sampler_diff_mean", []).append((float(diff.mean()) if n else 0.0, n))
+            stats.setdefault("sampler_diff_max", []).append((float(diff.max()) if n else 0.0, n))
+            if ref is not None:
+                stats.setdefault("kl_ref", []).append((float(kl_k3(new.detach(), ref)[batch.mask].mean()) if n else 0.0, n))
+            stats.setdefault("loss", []).append((float(loss.detach()), 1))
+        max_norm = config.max_grad_norm if config.max_grad_norm is not None else math.inf
+        grad_norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)))
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+    return {"grad_norm": max(grad_norms), "sequences": len(seqs),
+            "sampled_tokens": sum(sum(s.sampled) for s in seqs), **_reduce(stats)}
+
+
+def _old_logprobs(config, model, minibatches, pad_id, device, fp32_head: bool):
+    """π_old for off-policy minibatches: one no-grad pass over every micro-batch before any update."""
+    saved = {}
+    with torch.no_grad():
+        for m, minibatch in enumerate(minibatches):
+            for micro in _micro_batches(minibatch, config.micro_batch_tokens):
+                batch = _collate(micro, pad_id, device)
+                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
+                    lp, _, _ = token_logprobs(model, batch, config.temperature, fp32_head)
+                saved[(m, id(micro[0]))] = lp
+    return {key: (lambda batch, lp=lp: lp) for key, lp in saved.items()}
+
+
+def _reduce(stats: dict[str, list[tuple[float, int]]]) -> dict[str, float]:
+    out = {}
+    for key, values in stats.items():
+        if key.endswith("_max"):
+            out[key] = max(v for v, _ in values)
+        elif key.endswith("_min"):
+            out[key] = min(v for v, _ in values)
+        elif key == "loss":
+            out[key] = sum(v for v, _ in values)
+        else:
+            weight = sum(n for _, n in values)
+            out[key] = sum(v * n for v, n in values) / weight if weight else 0.0
+    return out
+
+
+def _metrics(step, rollouts: list[Rollout], drawn: int, groups: list[_Group], update: dict, rollout_s, update_s,
+             scheduler, started) -> dict:
+    scored = [r for r in rollouts if r.scored]
+    rewards = [r.reward for r in scored]
+    return {
+        "step": step,
+        "reward_mean": float(np.mean(rewards)) if rewards else None,
+        "solve_rate": float(np.mean([r.solved for r in scored])) if scored else None,
+        "rollouts": len(rollouts), "unscored": len(rollouts) - len(scored),
+        "prompts_drawn": drawn, "groups_kept": len(groups),
+        "zero_std_frac": 1 - len(groups) / drawn if drawn else None,
+        "masked_frac": update.get("masked_frac"), "clip_frac": update.get("clip_frac"),
+        "is_ratio_min": update.get("ratio_min"), "is_ratio_mean": update.get("ratio_mean"),
+        "is_ratio_max": update.get("ratio_max"),
+        "sampler_diff_mean": update.get("sampler_diff_mean"), "sampler_diff_max": update.get("sampler_diff_max"),
+        "kl_ref": update.get("kl_ref"), "entropy": update.get("entropy"), "loss": update.get("loss"),
+        "grad_norm": update.get("grad_norm"), "lr": scheduler.get_last_lr()[0],
+        "response_tokens": float(np.mean([len(r.response_ids) for r in rollouts])) if rollouts else 0.0,
+        "sampled_tokens": update.get("sampled_tokens", 0),
+        "turns": float(np.mean([r.turns for r in rollouts])) if rollouts else 0.0,
+        "ends": {end: sum(r.end == end for r in rollouts) for end in sorted({r.end for r in rollouts})},
+        "rollout_s": rollout_s, "update_s": update_s, "elapsed_s": time.monotonic() - started,
+    }
+
+
+def _rollout_row(r: Rollout) -> dict:
+    return {"task_id": r.task_id, "sample": r.sample, "reward": r.reward, "unscored": r.unscored, "end": r.end,
+            "turns": r.turns, "commands": r.commands, "observations": r.observations, "seconds": round(r.seconds, 3),
+            "prompt_tokens": len(r.prompt_ids), "response_ids": r.response_ids, "sampled": r.sampled}
+
+
+def _schedule(config: GrpoTrainConfig) -> Callable[[int], float]:
+    def factor(step: int) -> float:
+        if step < config.warmup_steps:
+            return (step + 1) / (config.warmup_steps + 1)
+        if config.schedule == "constant":
+            return 1.0
+        span = max(config.max_steps - config.warmup_steps, 1)
+        return 0.5 * (1 + math.cos(math.pi * min(step - config.warmup_steps, span) / span))
+    return factor
+
+
+def _start(config: GrpoTrainConfig, model, optimizer, scheduler, sampler: TaskSampler) -> int:
+    out = config.out
+    if not config.resume:
+        if (out / "metrics.jsonl").exists() or (out / "checkpoints").exists():
+            raise TrainError(f"the run directory {out} is in use (pass resume to continue it, or another out)")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(config_dict(config), indent=2) + "\n")
+        return 0
+    checkpoints = sorted((out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    if not checkpoints:
+        raise TrainError(f"nothing to resume: no checkpoint in {out / 'checkpoints'}")
+    state = torch.load(checkpoints[-1] / STATE, map_location="cpu", weights_only=False)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    scheduler.load_state_dict(state["scheduler"])
+    sampler.drawn = state["drawn"]
+    random.setstate(state["rng"]["python"])
+    np.random.set_state(state["rng"]["numpy"])
+    _truncate_logs(out, int(state["step"]))
+    return int(state["step"])
+
+
+def _truncate_logs(out: Path, step: int) -> None:
+    """Drop log rows of steps after the checkpoint (a crash between checkpoint and log would repeat them)."""
+    for name in ("metrics.jsonl", "rollouts.jsonl"):
+        path = out / name
+        if path.exists():
+            rows = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+            path.write_text("".join(line + "\n" for line in rows))
+
+
+def _save(path: Path, model, optimizer, scheduler, sampler: TaskSampler, step: int) -> None:
+    partial = path.with_name(path.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    model.save_pretrained(str(partial / "model"))
+    torch.save({"step": step, "model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "drawn": sampler.drawn,
+                "rng": {"python": random.getstate(), "numpy": np.random.get_state()}}, partial / STATE)
+    partial.rename(path)

@@ -1,0 +1,97 @@
+"""Shared pieces of the RL tests: the demo's real-CLI TMax export, tiny policies trained for real
+(no scripted policies), and a bundle's solved variant."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from logmine.agent import synthetic
+from logmine.agent.env import SUBMIT
+from logmine.export.trajectory import BASH_TOOL
+from logmine.sandbox import open_sandbox
+from logmine.train.tiny import init_model
+
+
+def demo_tmax(root: Path) -> Path:
+    """``logmine run --demo``'s TMax export: two tasks of a real Codex CLI 0.171 session (calc repo)."""
+    from logmine.run import RunConfig, run_pipeline
+
+    summary = run_pipeline(RunConfig(demo=True, store=root / "store", out=root / "out"))
+    assert summary.tmax is not None and summary.tmax.rows == 2
+    return root / "out" / "tmax"
+
+
+def tiny_policy(path: Path, seed: int = 0, hidden_size: int = 64) -> Path:
+    return init_model(path, hidden_size=hidden_size, layers=2, heads=4, kv_heads=2,
+                      intermediate_size=2 * hidden_size, vocab_size=1024, texts=synthetic.texts(), seed=seed)
+
+
+def submitter(root: Path, prompts: list[list[dict]], steps: int = 40) -> Path:
+    """A tiny model SFT-trained (logmine train sft) to answer any prompt with one submission call."""
+    from transformers import AutoTokenizer
+
+    from logmine.export.render import Renderer
+    from logmine.export.sft import _token_table
+    from logmine.train.config import load_config
+    from logmine.train.sft import train_sft
+
+    init = tiny_policy(root / "init")
+    tokenizer = AutoTokenizer.from_pretrained(str(init))
+    call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": f'{{"command": "echo {SUBMIT}"}}'}}
+    conversations = [([*p, {"role": "assistant", "content": "", "tool_calls": [call]}], [BASH_TOOL]) for p in prompts]
+    results = Renderer(tokenizer, lam=0.0).render(conversations)
+    rows = [(str(i), str(i), e) for i, r in enumerate(results) for e in r.examples]
+    (root / "sft" / "tokens").mkdir(parents=True)
+    pq.write_table(_token_table(rows), root / "sft" / "tokens" / "part.parquet")
+    train_sft(load_config(None, {"data": root / "sft", "model": init, "out": root / "run", "max_steps": steps,
+                                 "lr": 3e-3, "schedule": "constant"}))
+    return root / "run" / "final"
+
+
+def solved_variant(bundle: Path, dest: Path) -> Path:
+    """A copy of ``bundle`` whose seeds are its end state: ``solution/solve.sh`` run in the sandbox."""
+    shutil.copytree(bundle, dest)
+    seeds = dest / "environment" / "seeds"
+    with open_sandbox(seeds, mount_at="/workspace") as box:
+        box.install_files({".solve.sh": (bundle / "solution" / "solve.sh").read_text()})
+        result = box.run("WORKSPACE=/workspace bash /workspace/.solve.sh")
+        assert result.exit_code == 0, result.output
+        shutil.rmtree(seeds)
+        shutil.copytree(box.workspace, seeds, ignore=shutil.ignore_patterns(".solve.sh", "__pycache__"))
+    return dest
+
+
+def tmax_dir(rows: list[dict], bundles: dict[str, Path], out: Path) -> Path:
+    """A TMax directory of ``rows`` (TMax schema) with ``bundles`` (task_id -> bundle) copied in."""
+    import pyarrow as pa
+
+    from logmine.export.tmax import ROW_SCHEMA
+
+    (out / "data").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), out / "data" / "train-00000-of-00001.parquet")
+    for task_id, bundle in bundles.items():
+        shutil.copytree(bundle, out / "tasks" / task_id)
+    return out
+
+
+def shell_family(root: Path, sft_steps: int = 100, per_operation: int = 12, train_per_operation: int = 8) -> dict:
+    """The synthetic shell-task family split into train and held-out TMax directories, and a tiny
+    model SFT-trained (``logmine train sft``, ActObs λ = 0) on the solved train trajectories."""
+    from transformers import AutoTokenizer
+
+    from logmine.train.config import load_config
+    from logmine.train.sft import train_sft
+
+    tasks = synthetic.shell_tasks(per_operation)
+    split = train_per_operation * len(synthetic.OPERATIONS)
+    train, held = tasks[:split], tasks[split:]
+    init = init_model(root / "init", hidden_size=64, layers=2, heads=4, kv_heads=2, intermediate_size=128,
+                      vocab_size=512, texts=synthetic.texts(), seed=0)
+    synthetic.write_sft(train, AutoTokenizer.from_pretrained(str(init)), root / "sft-data")
+    train_sft(load_config(None, {"data": root / "sft-data", "model": init, "out": root / "sft", "max_steps": sft_steps,
+                                 "lr": 3e-3, "schedule": "constant", "seed": 0}))
+    return {"train": synthetic.write_tmax(train, root / "train"), "held": synthetic.write_tmax(held, root / "held"),
+            "sft": root / "sft" / "final", "init": init}
