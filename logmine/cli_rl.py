@@ -56,12 +56,12 @@ def train_grpo_cmd(
     from logmine.train.grpo import train_grpo
     from logmine.train.grpo_config import GrpoTrainConfig
 
-    overrides = {**_sets(sets), "data": data, "model": model, "out": out_dir, "max_steps": max_steps,
+    overrides = {"data": data, "model": model, "out": out_dir, "max_steps": max_steps,
                  "group_size": group_size, "prompts_per_step": prompts_per_step, "loss": loss, "lr": lr,
                  "engine": engine, "rollout_workers": rollout_workers, "save_every": save_every,
                  "resume": resume or None, "seed": seed}
     try:
-        settings = train.load_config(config, overrides, kind=GrpoTrainConfig)
+        settings = train.load_config(config, overrides, kind=GrpoTrainConfig, settings=_sets(sets))
     except train.ConfigError as exc:
         fail(str(exc))
     table = Table("step", "reward", "solved", "kept/drawn", "unscored", "masked", "|Δlogp| max", "kl ref",
@@ -87,10 +87,10 @@ def _sample_config(data, model, out_dir, samples, temperature, seed, engine, wor
     from logmine.evaluate.sampling import SampleConfig
     from logmine.train.config import ConfigError, load_config
 
-    overrides = {**_sets(sets), "data": data, "model": model, "out": out_dir, "samples": samples,
+    overrides = {"data": data, "model": model, "out": out_dir, "samples": samples,
                  "temperature": temperature, "seed": seed, "engine": engine, "rollout_workers": workers}
     try:
-        return load_config(config, overrides, kind=SampleConfig)
+        return load_config(config, overrides, kind=SampleConfig, settings=_sets(sets))
     except ConfigError as exc:
         fail(str(exc))
 

@@ -34,7 +34,7 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40) -> Path:
     from transformers import AutoTokenizer
 
     from logmine.export.render import Renderer
-    from logmine.export.sft import _token_table
+    from logmine.export.sft import token_table
     from logmine.train.config import load_config
     from logmine.train.sft import train_sft
 
@@ -45,7 +45,7 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40) -> Path:
     results = Renderer(tokenizer, lam=0.0).render(conversations)
     rows = [(str(i), str(i), e) for i, r in enumerate(results) for e in r.examples]
     (root / "sft" / "tokens").mkdir(parents=True)
-    pq.write_table(_token_table(rows), root / "sft" / "tokens" / "part.parquet")
+    pq.write_table(token_table(rows), root / "sft" / "tokens" / "part.parquet")
     train_sft(load_config(None, {"data": root / "sft", "model": init, "out": root / "run", "max_steps": steps,
                                  "lr": 3e-3, "schedule": "constant"}))
     return root / "run" / "final"

@@ -14,7 +14,7 @@ pytest.importorskip("ipykernel")
 pytest.importorskip("matplotlib")
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-NEEDS_TORCH = {"03-sft-composition.ipynb"}
+NEEDS_TORCH = {"03-sft-composition.ipynb", "04-pass-rates-and-filtering.ipynb"}
 
 
 @pytest.fixture(scope="module")

@@ -138,13 +138,17 @@ class _Live:
 
 def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: ChatFormat, config: RolloutConfig,
                  env_config: EnvConfig, max_context: int,
-                 on_done: Callable[[Rollout], None] | None = None) -> list[Rollout]:
-    """Roll out every (task, sample index) job; returns the rollouts in job order."""
+                 on_done: Callable[[Rollout], None] | None = None, timings: dict | None = None) -> list[Rollout]:
+    """Roll out every (task, sample index) job; returns the rollouts in job order. ``timings`` (when
+    given) accumulates ``generate_s`` (engine) and ``sandbox_s`` (starting, stepping, grading, closing)."""
+    timings = timings if timings is not None else {}
+    clock = time.monotonic()
     lives = [_Live(Rollout(task.task_id, sample, fmt.prompt_ids(_messages(task, config))), task) for task, sample in jobs]
     sampling = Sampling(config.temperature, config.top_p, fmt.stop_ids)
     limit = min(max_context, config.max_context or max_context)
     with ThreadPoolExecutor(max(1, config.workers)) as pool:
         list(pool.map(lambda live: _open(live, env_config), lives))
+        _tick(timings, "sandbox_s", clock)
         try:
             for _ in range(config.max_turns):
                 live = [x for x in lives if not x.done]
@@ -158,8 +162,10 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
                 live = [(x, b) for x, b in zip(live, budgets) if b >= 1]
                 if not live:
                     break
+                clock = time.monotonic()
                 gens = engine.generate([x.rollout.prompt_ids + x.rollout.response_ids for x, _ in live],
                                        [b for _, b in live], sampling)
+                _tick(timings, "generate_s", clock)
                 calls = []
                 for (x, _), gen in zip(live, gens):
                     r = x.rollout
@@ -174,20 +180,29 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
                         _finish(x, "budget" if not gen.stopped else "no_tool_call", reward=0.0)
                     else:
                         calls.append((x, call))
+                clock = time.monotonic()
                 steps = list(pool.map(lambda pair: pair[0].env.execute(pair[1]), calls))
                 for (x, call), step in zip(calls, steps):
                     x.rollout.commands.append(call.arguments.get("command") or call.name)
                     _apply(fmt, x, step)
+                list(pool.map(_close, [x for x in lives if x.done and x.env is not None]))
+                _tick(timings, "sandbox_s", clock)
             for x in lives:
                 if not x.done:
                     _finish(x, "max_turns", reward=0.0)
         finally:
+            clock = time.monotonic()
             list(pool.map(_close, lives))
+            _tick(timings, "sandbox_s", clock)
     rollouts = [x.rollout for x in lives]
     if on_done:
         for r in rollouts:
             on_done(r)
     return rollouts
+
+
+def _tick(timings: dict, key: str, since: float) -> None:
+    timings[key] = timings.get(key, 0.0) + time.monotonic() - since
 
 
 def _messages(task: RlTask, config: RolloutConfig) -> list[dict]:
@@ -243,5 +258,4 @@ def _finish(live: _Live, end: str, reward: float | None = None, unscored: str | 
     r = live.rollout
     r.end, r.reward, r.unscored = end, (None if unscored else reward), unscored
     r.seconds = time.monotonic() - live.started
-    live.done = True
-    _close(live)
+    live.done = True  # its sandbox is closed with the others after the turn (in parallel)

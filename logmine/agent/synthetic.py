@@ -132,12 +132,12 @@ def solved_messages(task: ShellTask) -> list[dict]:
 def write_sft(tasks: list[ShellTask], tokenizer, out: Path, lam: float = 0.0) -> Path:
     """Solved trajectories as a token-level SFT directory (``out/tokens/``) for ``logmine train sft``."""
     from logmine.export.render import Renderer
-    from logmine.export.sft import _token_table
+    from logmine.export.sft import token_table
 
     results = Renderer(tokenizer, lam=lam).render([(solved_messages(t), [BASH_TOOL]) for t in tasks])
     rows = [(t.task_id, t.task_id, e) for t, r in zip(tasks, results) for e in r.examples]
     if len(rows) != len(tasks):
         raise ValueError("some solved trajectories did not render (is the chat template prefix-stable?)")
     (Path(out) / "tokens").mkdir(parents=True, exist_ok=True)
-    pq.write_table(_token_table(rows), Path(out) / "tokens" / "train-00000-of-00001.parquet")
+    pq.write_table(token_table(rows), Path(out) / "tokens" / "train-00000-of-00001.parquet")
     return Path(out)

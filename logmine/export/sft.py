@@ -135,7 +135,7 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
     try:
         data = _Shards(staging / "data", "train", lambda rows: pa.Table.from_pylist(rows, schema=DATA),
                        config.shard_rows)
-        tokens = _Shards(staging / "tokens", "tokens", _token_table, config.shard_rows) if renderer else None
+        tokens = _Shards(staging / "tokens", "tokens", token_table, config.shard_rows) if renderer else None
         rejects: list[dict] = []
         with _open_store(config.store) as store:
             tasks = _tasks(store)
@@ -331,7 +331,7 @@ class _Shards:
         return len(self.written)
 
 
-def _token_table(rows: list[tuple]) -> pa.Table:
+def token_table(rows: list[tuple]) -> pa.Table:
     """(example_id, task_id, TokenizedExample) rows as a TOKENS table, built column-wise."""
     examples = [example for _, _, example in rows]
     lengths = np.array([len(e.input_ids) for e in examples], dtype=np.int64)

@@ -56,9 +56,11 @@ class SftTrainConfig:
         _check_sft(self)
 
 
-def load_config(path: Path | None, overrides: dict[str, Any] | None = None, kind: type = None):
+def load_config(path: Path | None, overrides: dict[str, Any] | None = None, kind: type = None,
+                settings: dict[str, Any] | None = None):
     """The recipe at ``path`` (YAML mapping, optional) with ``overrides`` applied, as a ``kind`` config
-    (default :class:`SftTrainConfig`; also ``GrpoTrainConfig``). Raises :class:`ConfigError`."""
+    (default :class:`SftTrainConfig`; also ``GrpoTrainConfig``). ``settings`` (``--set KEY=VALUE``)
+    come last and may set a key to None. Raises :class:`ConfigError`."""
     values: dict[str, Any] = {}
     if path is not None:
         try:
@@ -71,6 +73,7 @@ def load_config(path: Path | None, overrides: dict[str, Any] | None = None, kind
             raise ConfigError(f"the recipe {path} must be a mapping of keys to values")
         values.update(loaded or {})
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    values.update(settings or {})
     return make_config(values, kind)
 
 

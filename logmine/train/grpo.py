@@ -56,7 +56,8 @@ from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
 from logmine.train.config import config_dict
 from logmine.train.grpo_config import GrpoTrainConfig, env_config, rollout_config
 from logmine.train.rl_loss import (group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights)
-from logmine.train.sft import TrainError
+from logmine.train.rl_batch import collate, micro_batches, sequences, token_logprobs
+from logmine.train.sft import TrainError, lr_schedule
 
 STATE = "trainer_state.pt"
 
@@ -146,7 +147,7 @@ def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | Non
     engine = make_engine(config.engine, policy, config.model, config.seed)
     reference = copy.deepcopy(model).eval().requires_grad_(False) if config.beta > 0 or config.ref_kl else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(config))
     sampler = TaskSampler(tasks, config.seed)
     start = _start(config, model, optimizer, scheduler, sampler)
     if start:
@@ -158,7 +159,7 @@ def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | Non
         for step in range(start + 1, config.max_steps + 1):
             torch.manual_seed(config.seed * 1_000_003 + step)  # a resumed run samples what the original would
             t0 = time.monotonic()
-            groups, drawn, all_rollouts = _collect(config, engine, policy, sampler)
+            groups, drawn, all_rollouts, timings = _collect(config, engine, policy, sampler)
             rollout_s = time.monotonic() - t0
             if rollouts_file:
                 for r in all_rollouts:
@@ -169,6 +170,7 @@ def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | Non
             engine.sync(model)
             row = _metrics(step, all_rollouts, drawn, groups, update, rollout_s, time.monotonic() - t1,
                            scheduler, started)
+            row.update({k: round(v, 4) for k, v in timings.items()})
             summary.steps, summary.rollouts = step, summary.rollouts + len(all_rollouts)
             summary.unscored += row["unscored"]
             summary.rewards.append(row["reward_mean"])
@@ -202,13 +204,14 @@ def _collect(config: GrpoTrainConfig, engine, policy: Policy, sampler: TaskSampl
     kept: list[_Group] = []
     all_rollouts: list[Rollout] = []
     drawn = 0
+    timings: dict[str, float] = {}
     while len(kept) < config.prompts_per_step and drawn < limit:
         want = min(config.prompts_per_step - len(kept), limit - drawn)
         tasks = sampler.draw(want)
         drawn += want
         jobs = [(task, g) for task in tasks for g in range(config.group_size)]
         rollouts = run_rollouts(jobs, engine, policy.fmt, rollout_config(config), env_config(config),
-                                policy.max_context)
+                                policy.max_context, timings=timings)
         all_rollouts += rollouts
         rewards = torch.tensor([[r.reward if r.scored else 0.0 for r in rollouts[i:i + config.group_size]]
                                 for i in range(0, len(rollouts), config.group_size)], dtype=torch.float64)
@@ -221,94 +224,11 @@ def _collect(config: GrpoTrainConfig, engine, policy: Policy, sampler: TaskSampl
                                    advantages[g].tolist()))
         if not config.active_sampling:
             break
-    return kept[:config.prompts_per_step], drawn, all_rollouts
-
-
-@dataclass
-class _Sequence:
-    ids: list[int]
-    start: int  # index in ids of the first response token
-    sampled: list[bool]
-    sampler_logprobs: list[float]
-    advantage: float
-
-
-def _sequences(groups: list[_Group]) -> list[_Sequence]:
-    return [_Sequence(r.prompt_ids + r.response_ids, len(r.prompt_ids), r.sampled, r.logprobs, a)
-            for g in groups for r, a in zip(g.rollouts, g.advantages) if r.scored and any(r.sampled)]
-
-
-@dataclass
-class _Batch:
-    input_ids: torch.Tensor  # (B, L) right-padded
-    attention: torch.Tensor
-    mask: torch.Tensor  # (B, L-1) bool: target token t+1 was sampled by the policy
-    observation: torch.Tensor  # (B, L-1) bool: target token is an observation token
-    sampler: torch.Tensor  # (B, L-1) sampler log-probs at masked positions
-    advantages: torch.Tensor  # (B, L-1)
-
-
-def _collate(seqs: list[_Sequence], pad_id: int, device) -> _Batch:
-    width = max(len(s.ids) for s in seqs)
-    b = len(seqs)
-    ids = torch.full((b, width), pad_id, dtype=torch.long)
-    attention = torch.zeros((b, width), dtype=torch.long)
-    mask = torch.zeros((b, width - 1), dtype=torch.bool)
-    observation = torch.zeros((b, width - 1), dtype=torch.bool)
-    sampler = torch.zeros((b, width - 1))
-    advantages = torch.zeros((b, width - 1))
-    for i, s in enumerate(seqs):
-        n, k = len(s.ids), len(s.sampled)
-        ids[i, :n] = torch.tensor(s.ids)
-        attention[i, :n] = 1
-        span = slice(s.start - 1, s.start - 1 + k)  # position t predicts token t+1
-        mask[i, span] = torch.tensor(s.sampled)
-        observation[i, span] = ~torch.tensor(s.sampled)
-        sampler[i, span] = torch.tensor(s.sampler_logprobs)
-        advantages[i, span] = s.advantage
-    return _Batch(ids.to(device), attention.to(device), mask.to(device), observation.to(device), sampler.to(device),
-                  advantages.to(device))
-
-
-def _micro_batches(seqs: list[_Sequence], budget: int) -> list[list[_Sequence]]:
-    """Length-sorted chunks whose padded size (rows × longest) stays within ``budget`` tokens."""
-    out, current = [], []
-    for s in sorted(seqs, key=lambda s: len(s.ids)):
-        if current and (len(current) + 1) * len(s.ids) > budget:
-            out.append(current)
-            current = []
-        current.append(s)
-    return out + ([current] if current else [])
-
-
-def token_logprobs(model, batch: _Batch, temperature: float, fp32_lm_head: bool, with_entropy: bool = False):
-    """(log-probs of each next token under the temperature-scaled policy (B, L-1), entropy or None,
-    plain log-probs (T = 1) for the echo loss)."""
-    logits = _logits(model, batch.input_ids, batch.attention, fp32_lm_head)[:, :-1].float()
-    targets = batch.input_ids[:, 1:].unsqueeze(-1)
-    scaled = torch.log_softmax(logits / temperature, dim=-1)
-    logprobs = scaled.gather(-1, targets).squeeze(-1)
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            entropy = -(scaled.exp() * scaled).sum(-1)
-    plain = torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1)
-    return logprobs, entropy, plain
-
-
-def _logits(model, input_ids, attention, fp32_lm_head: bool):
-    """``fp32_lm_head``: under bf16 autocast, the last hidden state and the LM head in fp32."""
-    if fp32_lm_head:
-        hidden = model.get_decoder()(input_ids=input_ids, attention_mask=attention, use_cache=False).last_hidden_state
-        head = model.get_output_embeddings()
-        with torch.autocast(device_type=input_ids.device.type, enabled=False):
-            return torch.nn.functional.linear(hidden.float(), head.weight.float(),
-                                              None if head.bias is None else head.bias.float())
-    return model(input_ids=input_ids, attention_mask=attention, use_cache=False).logits
+    return kept[:config.prompts_per_step], drawn, all_rollouts, timings
 
 
 def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, groups: list[_Group], pad_id: int) -> dict:
-    seqs = _sequences(groups)
+    seqs = sequences(groups)
     stats: dict[str, list[float]] = {}
     grad_norms = []
     if not seqs:
@@ -324,8 +244,8 @@ def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, gro
             continue
         total = sum(sum(s.sampled) for s in minibatch)
         observed = sum(len(s.sampled) - sum(s.sampled) for s in minibatch)
-        for k, micro in enumerate(_micro_batches(minibatch, config.micro_batch_tokens)):
-            batch = _collate(micro, pad_id, device)
+        for k, micro in enumerate(micro_batches(minibatch, config.micro_batch_tokens)):
+            batch = collate(micro, pad_id, device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
                 new, entropy, plain = token_logprobs(model, batch, config.temperature, fp32_head, True)
             trainer = new.detach() if replace else old[(m, id(micro[0]))](batch)
@@ -370,8 +290,8 @@ def _old_logprobs(config, model, minibatches, pad_id, device, fp32_head: bool):
     saved = {}
     with torch.no_grad():
         for m, minibatch in enumerate(minibatches):
-            for micro in _micro_batches(minibatch, config.micro_batch_tokens):
-                batch = _collate(micro, pad_id, device)
+            for micro in micro_batches(minibatch, config.micro_batch_tokens):
+                batch = collate(micro, pad_id, device)
                 with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
                     lp, _, _ = token_logprobs(model, batch, config.temperature, fp32_head)
                 saved[(m, id(micro[0]))] = lp
@@ -422,17 +342,6 @@ def _rollout_row(r: Rollout) -> dict:
     return {"task_id": r.task_id, "sample": r.sample, "reward": r.reward, "unscored": r.unscored, "end": r.end,
             "turns": r.turns, "commands": r.commands, "observations": r.observations, "seconds": round(r.seconds, 3),
             "prompt_tokens": len(r.prompt_ids), "response_ids": r.response_ids, "sampled": r.sampled}
-
-
-def _schedule(config: GrpoTrainConfig) -> Callable[[int], float]:
-    def factor(step: int) -> float:
-        if step < config.warmup_steps:
-            return (step + 1) / (config.warmup_steps + 1)
-        if config.schedule == "constant":
-            return 1.0
-        span = max(config.max_steps - config.warmup_steps, 1)
-        return 0.5 * (1 + math.cos(math.pi * min(step - config.warmup_steps, span) / span))
-    return factor
 
 
 def _start(config: GrpoTrainConfig, model, optimizer, scheduler, sampler: TaskSampler) -> int:

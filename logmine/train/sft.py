@@ -77,7 +77,7 @@ def train_sft(config: SftTrainConfig, on_metrics: Callable[[dict], None] | None 
     model, pad_id = _load_model(config)
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=config.lr,
                                   weight_decay=config.weight_decay)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _schedule(config))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(config))
     model, optimizer = accelerator.prepare(model, optimizer)
     start = _start(config, accelerator, model, optimizer, scheduler)
     summary = TrainSummary(resumed_from=start, examples=len(examples), out=config.out)
@@ -183,7 +183,9 @@ def _load_model(config: SftTrainConfig):
     return model, int(pad_id or 0)
 
 
-def _schedule(config: SftTrainConfig) -> Callable[[int], float]:
+def lr_schedule(config) -> Callable[[int], float]:
+    """Linear warmup, then constant or cosine to 0 at ``max_steps`` (any config with ``warmup_steps``,
+    ``schedule`` and ``max_steps``: SFT and GRPO)."""
     def factor(step: int) -> float:  # step = optimizer steps taken so far
         if step < config.warmup_steps:
             return (step + 1) / (config.warmup_steps + 1)
