@@ -333,7 +333,7 @@ def train_sft_cmd(
         fail(str(exc))
     table = Table("step", "loss", "nll action", "nll obs", "lr", "grad norm", "tokens/s", title="logmine train sft",
                   title_justify="left")
-    with Live(table, console=err, transient=False, auto_refresh=False) as live:
+    with Live(table, console=err, transient=True, auto_refresh=False) as live:  # drawn again below on success
         def on_metrics(row: dict) -> None:
             table.add_row(str(row["step"]), f"{row['loss']:.4f}", _num(row.get("nll_action")),
                           _num(row.get("nll_observation")), f"{row['lr']:.2e}", _num(row.get("grad_norm")),
@@ -344,6 +344,7 @@ def train_sft_cmd(
             summary = train.train_sft(settings, on_metrics=on_metrics)
         except train.TrainError as exc:
             fail(str(exc))
+    err.print(table)
     out.print(f"trained {summary.steps} steps on {summary.examples} examples ({summary.tokens} tokens), "
               f"final loss {summary.final_loss:.4f} → {summary.out}", highlight=False, soft_wrap=True)
 

@@ -25,9 +25,15 @@ def _sets(pairs: list[str] | None) -> dict:
         if not sep or not key:
             fail(f"--set expects KEY=VALUE, got {pair!r}")
         try:
-            values[key.strip().replace("-", "_")] = yaml.safe_load(value)
+            parsed = yaml.safe_load(value)
         except yaml.YAMLError:
             fail(f"--set {key}: the value is not valid YAML")
+        if isinstance(parsed, str):  # YAML 1.1 reads 1e-3 as a string
+            try:
+                parsed = float(parsed)
+            except ValueError:
+                pass
+        values[key.strip().replace("-", "_")] = parsed
     return values
 
 
@@ -66,7 +72,7 @@ def train_grpo_cmd(
         fail(str(exc))
     table = Table("step", "reward", "solved", "kept/drawn", "unscored", "masked", "|Δlogp| max", "kl ref",
                   "grad norm", "rollout s", "update s", title="logmine train grpo", title_justify="left")
-    with Live(table, console=err, transient=False, auto_refresh=False) as live:
+    with Live(table, console=err, transient=True, auto_refresh=False) as live:  # drawn again below on success
         def on_metrics(row: dict) -> None:
             table.add_row(str(row["step"]), _num(row["reward_mean"]), _num(row["solve_rate"]),
                           f"{row['groups_kept']}/{row['prompts_drawn']}", str(row["unscored"]),
@@ -78,6 +84,7 @@ def train_grpo_cmd(
             summary = train_grpo(settings, on_metrics=on_metrics)
         except train.TrainError as exc:
             fail(str(exc))
+    err.print(table)
     out.print(f"trained {summary.steps} GRPO steps, {summary.rollouts} rollouts ({summary.unscored} unscored) "
               f"→ {summary.out}", highlight=False, soft_wrap=True)
 

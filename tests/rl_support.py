@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -29,8 +30,9 @@ def tiny_policy(path: Path, seed: int = 0, hidden_size: int = 64) -> Path:
                       intermediate_size=2 * hidden_size, vocab_size=1024, texts=synthetic.texts(), seed=seed)
 
 
-def submitter(root: Path, prompts: list[list[dict]], steps: int = 40) -> Path:
-    """A tiny model SFT-trained (logmine train sft) to answer any prompt with one submission call."""
+def submitter(root: Path, prompts: list[list[dict]], steps: int = 40, also: tuple[str, ...] = ()) -> Path:
+    """A tiny model SFT-trained (logmine train sft) to answer a prompt with one ``bash`` call: the
+    submission, or (as often) one of the ``also`` commands — a policy whose choice is random."""
     from transformers import AutoTokenizer
 
     from logmine.export.render import Renderer
@@ -40,8 +42,11 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40) -> Path:
 
     init = tiny_policy(root / "init")
     tokenizer = AutoTokenizer.from_pretrained(str(init))
-    call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": f'{{"command": "echo {SUBMIT}"}}'}}
-    conversations = [([*p, {"role": "assistant", "content": "", "tool_calls": [call]}], [BASH_TOOL]) for p in prompts]
+    conversations = []
+    for prompt in prompts:
+        for command in (f"echo {SUBMIT}", *also):
+            call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
+            conversations.append(([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], [BASH_TOOL]))
     results = Renderer(tokenizer, lam=0.0).render(conversations)
     rows = [(str(i), str(i), e) for i, r in enumerate(results) for e in r.examples]
     (root / "sft" / "tokens").mkdir(parents=True)

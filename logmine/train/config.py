@@ -93,12 +93,33 @@ def make_config(values: dict[str, Any], kind: type = None):
     values = dict(values)
     for name in paths:
         values[name] = Path(values[name])
+    for name, value in values.items():
+        _check_type(name, value, fields[name].default)
     try:
         config = kind(**values)
     except TypeError as exc:
         raise ConfigError(str(exc)) from None
     config.validate()
     return config
+
+
+def _check_type(name: str, value: Any, default: Any) -> None:
+    """A value of the default's kind (ints count as floats; None only where the default is None or
+    the type says so is checked by ``validate``)."""
+    if value is None or default is None or default is dataclasses.MISSING:
+        return
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok, kind = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif isinstance(default, str):
+        ok, kind = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise ConfigError(f"{name} must be {kind}, got {value!r}")
 
 
 def _check_sft(c: SftTrainConfig) -> None:

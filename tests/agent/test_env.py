@@ -54,7 +54,8 @@ def test_submission_grades_with_the_hidden_tests(bundle):
 
 def test_hidden_tests_are_not_visible_before_submission(bundle):
     with TaskEnv.open(bundle, EnvConfig()) as env:
-        step = env.execute(bash(f"grep -rl 'EXPECTED = 42' / 2>/dev/null | head; ls -a /workspace; ls {bundle}"))
+        step = env.execute(bash(f"find / -name 'secret_test.py' -not -path '/proc/*' 2>/dev/null; "
+                                f"grep -rl 'EXPECTED = 42' /workspace /tmp 2>/dev/null; ls -a /workspace; ls {bundle}"))
         assert "secret_test.py" not in step.observation and "EXPECTED" not in step.observation
         assert "test.sh" not in step.observation
 

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 @pytest.fixture(scope="module")
 def real_tasks(demo_tmax, tmp_path_factory) -> tuple[Path, Path]:
     """The demo's two real-CLI tasks plus, for each, a variant whose start state is its end state (the
-    bundle's own solve.sh run in the sandbox): submitting at once fails the first, passes the second."""
+    bundle's own solve.sh run in the sandbox): submitting fails the first, passes the second. The
+    policy submits or runs `ls` at random, so the solved variants' groups carry signal."""
     root = tmp_path_factory.mktemp("grpo-real")
     rows = pq.read_table(demo_tmax / "data/train-00000-of-00001.parquet").to_pylist()
     bundles, all_rows = {}, []
@@ -35,13 +36,13 @@ def real_tasks(demo_tmax, tmp_path_factory) -> tuple[Path, Path]:
         bundles[f"{task}-solved"] = solved_variant(bundles[task], root / "solved" / task)
         all_rows += [row, {**row, "ground_truth": f"{task}-solved",
                            "env_config": {**row["env_config"], "task_id": f"{task}-solved"}}]
-    model = submitter(root / "submitter", [r["messages"] for r in rows], steps=25)
+    model = submitter(root / "submitter", [r["messages"] for r in rows], steps=100, also=("ls",))
     return tmax_dir(all_rows, bundles, root / "tmax"), model
 
 
 def grpo_config(data: Path, model: Path, out: Path, **overrides) -> GrpoTrainConfig:
     values = {"data": data, "model": model, "out": out, "max_steps": 2, "prompts_per_step": 2, "group_size": 8,
-              "lr": 1e-3, "max_turns": 2, "max_turn_tokens": 48, "rollout_workers": 4, "seed": 0}
+              "lr": 1e-3, "max_turns": 2, "max_turn_tokens": 64, "rollout_workers": 4, "seed": 0}
     return load_config(None, {**values, **overrides}, kind=GrpoTrainConfig)
 
 
@@ -102,7 +103,7 @@ def test_cli_grpo_runs_and_reports_errors_in_one_line(real_tasks, tmp_path):
     runner = CliRunner()
     result = runner.invoke(app, ["train", "grpo", "--data", str(data), "--model", str(model), "--out",
                                  str(tmp_path / "run"), "--max-steps", "1", "--group-size", "4",
-                                 "--prompts-per-step", "1", "--set", "max_turn_tokens=48", "--set", "lr=1e-3"])
+                                 "--prompts-per-step", "1", "--set", "max_turn_tokens=64", "--set", "lr=1e-3"])
     assert result.exit_code == 0, result.output
     assert "trained 1 GRPO steps" in result.output
     result = runner.invoke(app, ["train", "grpo", "--data", str(data), "--model", str(model), "--out",
@@ -116,3 +117,33 @@ def test_cli_grpo_runs_and_reports_errors_in_one_line(real_tasks, tmp_path):
     result = runner.invoke(app, ["train", "grpo", "--data", str(data), "--model", str(model), "--out",
                                  str(tmp_path / "y"), "--set", "loss"])
     assert result.exit_code == 1 and result.output.strip() == "Error: --set expects KEY=VALUE, got 'loss'"
+
+
+@pytest.mark.parametrize("overrides", [
+    {"loss": "grpo", "num_minibatches": 2, "onpolicy_replace": False, "rollout_is": "token", "rollout_mis": True},
+    {"loss": "grpo", "rollout_is": "sequence", "echo_weight": 0.1, "beta": 0.01},
+    {"divergence": "kl", "delta": 0.05, "ratio_cap": 10.0, "advantage": "standard", "dtype": "bf16"},
+], ids=["grpo-minibatches-tis-mis", "grpo-seq-tis-echo-kl", "dppo-kl-bf16-fp32-head"])
+def test_every_loss_option_runs_a_real_update(shell_family, tmp_path, overrides):
+    rows = []
+    config = grpo_config(shell_family["train"], shell_family["sft"], tmp_path / "run", max_steps=1,
+                         prompts_per_step=4, max_turns=3, max_turn_tokens=96, **overrides)
+    train_grpo(config, on_metrics=rows.append)
+    [row] = rows
+    assert row["groups_kept"] > 0 and row["grad_norm"] > 0 and row["loss"] is not None
+    if overrides.get("loss") == "grpo":
+        assert row["clip_frac"] is not None and row["masked_frac"] == 0.0
+    if overrides.get("num_minibatches", 1) == 1 and overrides.get("dtype") != "bf16":
+        assert row["sampler_diff_max"] < 1e-3
+    before = load_file(shell_family["sft"] / "model.safetensors")
+    after = load_file(tmp_path / "run/final/model.safetensors")
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+
+
+def test_values_of_the_wrong_type_are_one_line_errors(tmp_path):
+    base = {"data": tmp_path, "model": tmp_path, "out": tmp_path / "o"}
+    with pytest.raises(ConfigError, match="^lr must be a number, got 'fast'$"):
+        load_config(None, {**base, "lr": "fast"}, kind=GrpoTrainConfig)
+    with pytest.raises(ConfigError, match="^group_size must be an integer, got 2.5$"):
+        load_config(None, {**base, "group_size": 2.5}, kind=GrpoTrainConfig)
+    assert load_config(None, base, kind=GrpoTrainConfig, settings={"ratio_cap": None, "lr": 1}).lr == 1
