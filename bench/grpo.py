@@ -53,6 +53,8 @@ def main() -> None:
                         "tiny, and more threads than idle cores make step times swing by 10-100x)")
     parser.add_argument("--ref-kl", action="store_true", help="logmine: keep its default reference-model KL "
                         "pass (logged, β = 0); off by default, as TRL with β = 0 loads no reference")
+    parser.add_argument("--trained", action="store_true", help="SFT the model first (100 steps on solved "
+                        "synthetic tasks), so completions are tool calls that logmine runs in the sandbox")
     parser.add_argument("--run", help=argparse.SUPPRESS)  # child process: one measured run
     args = parser.parse_args()
     if args.run:
@@ -65,6 +67,19 @@ def main() -> None:
     init_model(work / "model", hidden_size=64, intermediate_size=128, layers=2, vocab_size=512,
                texts=synthetic.texts())
     synthetic.write_tmax(synthetic.shell_tasks(max(1, -(-args.prompts * args.steps // 6))), work / "tasks")
+    if args.trained:  # a policy that calls tools: the sandbox path is measured, not skipped
+        import shutil
+
+        from transformers import AutoTokenizer
+
+        from logmine.train.config import load_config
+        from logmine.train.sft import train_sft
+        synthetic.write_sft(synthetic.shell_tasks(8, seed=1), AutoTokenizer.from_pretrained(str(work / "model")),
+                            work / "sft-data")
+        train_sft(load_config(None, {"data": work / "sft-data", "model": work / "model", "out": work / "sft",
+                                     "max_steps": 100, "lr": 3e-3, "schedule": "constant"}))
+        shutil.rmtree(work / "model")
+        shutil.copytree(work / "sft" / "final", work / "model")
     spec = dict(work=str(work), steps=args.steps, prompts=args.prompts, group=args.group,
                 completion=args.completion, threads=args.threads, ref_kl=args.ref_kl)
     results = {name: _measure(dict(spec, kind=name)) for name in ("logmine", "trl")}

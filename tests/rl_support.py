@@ -45,7 +45,8 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40, also: tupl
     conversations = []
     for prompt in prompts:
         for command in (f"echo {SUBMIT}", *also):
-            call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}
+            arguments = json.dumps({"command": command})
+            call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": arguments}}
             conversations.append(([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], [BASH_TOOL]))
     results = Renderer(tokenizer, lam=0.0).render(conversations)
     rows = [(str(i), str(i), e) for i, r in enumerate(results) for e in r.examples]

@@ -68,14 +68,18 @@ class HfEngine:
         for row, prompt in enumerate(prompts):  # left padding: every prompt ends where generation starts
             ids[row, width - len(prompt):] = torch.tensor(prompt)
             attention[row, width - len(prompt):] = 1
+        from transformers import GenerationConfig
+
+        # a fresh generation config: the model's own (repetition penalty, min_p, ...) would change μ
+        generation = GenerationConfig(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p,
+                                      top_k=0, max_new_tokens=max(budgets), pad_token_id=self.pad_token_id,
+                                      eos_token_id=list(sampling.stop_token_ids) or None, output_scores=True,
+                                      return_dict_in_generate=True)
         was_training = self.model.training
         self.model.eval()
         try:
-            result = self.model.generate(
-                input_ids=ids.to(device), attention_mask=attention.to(device), do_sample=True,
-                temperature=sampling.temperature, top_p=sampling.top_p, top_k=0, max_new_tokens=max(budgets),
-                eos_token_id=list(sampling.stop_token_ids) or None, pad_token_id=self.pad_token_id,
-                output_scores=True, return_dict_in_generate=True)
+            result = self.model.generate(input_ids=ids.to(device), attention_mask=attention.to(device),
+                                         generation_config=generation)
         finally:
             self.model.train(was_training)
         tokens = result.sequences[:, width:].cpu()

@@ -14,17 +14,19 @@ Rules (TMax's ``swerl_vanillux_sandbox``, on logmine's sandbox):
 - Submission: a command whose output contains ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``. Every
   process of the agent is ended first, then ``tests/`` is copied in under a random name (the policy
   never sees it before), ``tests/test.sh`` runs, and ``reward.txt`` is read (clamped to [0, 1]; a
-  missing or unreadable file is 0 — the policy's work did not produce a pass).
+  missing or unreadable file is 0 — the policy's work did not produce a pass). Permissions the agent
+  took away from its workspace are given back to the owner first, so they cannot block grading.
 - **Unscored**, never 0: the sandbox could not be built or started, the shell died of an
-  infrastructure error, or the grader could not run. A grader past ``test_timeout_s`` is unscored
-  too unless ``test_timeout_reward`` is 0.0 (then it is a failure: the policy's code hung).
+  infrastructure error, or the grader could not run. A grader past ``test_timeout_s`` gets
+  ``test_timeout_reward`` (default 0.0: the policy's code hung), or is unscored when that is None.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import shlex
-import shutil
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,11 +110,13 @@ class TaskEnv:
     def grade(self) -> Step:
         """End the agent's processes, install the hidden tests, run ``tests/test.sh``, read the reward."""
         name = f".logmine-grade-{secrets.token_hex(8)}"
-        files = {f"{name}/tests/{p.relative_to(self._tests)}": p.read_text()
-                 for p in sorted(self._tests.rglob("*")) if p.is_file()}
         try:
-            self._box.install_files(files)  # ends every shell: nothing of the agent runs during grading
-        except (OSError, SandboxError, ValueError) as exc:
+            files = {f"{name}/tests/{p.relative_to(self._tests)}": p.read_text()
+                     for p in sorted(self._tests.rglob("*")) if p.is_file()}
+            self._box.install_files({})  # ends every process of the agent: nothing of it runs from here on
+            _restore_owner_access(self._box.workspace)
+            self._box.install_files(files)
+        except (OSError, SandboxError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             return Step("", done=True, unscored=f"installing the tests failed: {exc}")
         root = f"{WORKSPACE}/{name}"
         env = f"WORKSPACE={WORKSPACE} TESTS_DIR={root}/tests LOGS_DIR={root}/logs"
@@ -143,7 +147,19 @@ class TaskEnv:
         self.close()
 
 
-def copy_bundle(bundle: Path, dest: Path) -> Path:
-    """A copy of a bundle (tests edit one in place)."""
-    shutil.copytree(bundle, dest, symlinks=True)
-    return dest
+def _restore_owner_access(root: Path) -> None:
+    """Give the owner read/write/search on every directory of the workspace again (an agent may
+    ``chmod 000`` its workspace to make grading fail as an infrastructure error). Links not followed;
+    each directory is mended before it is listed."""
+    stack = [str(root)]
+    while stack:
+        path = stack.pop()
+        try:
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISDIR(mode):
+                continue
+            if mode & stat.S_IRWXU != stat.S_IRWXU:
+                os.chmod(path, mode | stat.S_IRWXU)
+            stack += [entry.path for entry in os.scandir(path) if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            pass

@@ -18,7 +18,8 @@ or format feedback when ``format_feedback``), after ``max_turns``, or when the r
 ``unscored`` says why): excluded from its group's baseline and from the loss, counted in metrics.
 
 The batch is stepped turn by turn: every live rollout's next turn is generated in one engine call,
-then their tool calls run in parallel sandboxes (``workers`` threads).
+then their tool calls run in parallel sandboxes (``workers`` threads). A rollout's sandbox starts
+with its first tool call and is closed as soon as the rollout ends.
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ class Rollout:
     prompt_ids: list[int]
     response_ids: list[int] = field(default_factory=list)  # sampled and observation tokens, in order
     sampled: list[bool] = field(default_factory=list)  # per response id: True for a token the policy sampled
-    logprobs: list[float] = field(default_factory=list)  # per response id: the sampler's log-prob (0.0 for observations)
+    logprobs: list[float] = field(default_factory=list)  # per response id: sampler log-prob (0.0: observation)
     reward: float | None = None
     unscored: str | None = None
-    end: str = ""  # submitted | no_tool_call | max_turns | budget | unscored
+    end: str = ""  # submitted | no_tool_call | max_turns | turn_budget | budget | unscored
     turns: int = 0
     commands: list[str] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)  # the text of every observation appended, in order
@@ -142,13 +143,11 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
     """Roll out every (task, sample index) job; returns the rollouts in job order. ``timings`` (when
     given) accumulates ``generate_s`` (engine) and ``sandbox_s`` (starting, stepping, grading, closing)."""
     timings = timings if timings is not None else {}
-    clock = time.monotonic()
-    lives = [_Live(Rollout(task.task_id, sample, fmt.prompt_ids(_messages(task, config))), task) for task, sample in jobs]
+    lives = [_Live(Rollout(task.task_id, sample, fmt.prompt_ids(_messages(task, config))), task)
+             for task, sample in jobs]
     sampling = Sampling(config.temperature, config.top_p, fmt.stop_ids)
     limit = min(max_context, config.max_context or max_context)
     with ThreadPoolExecutor(max(1, config.workers)) as pool:
-        list(pool.map(lambda live: _open(live, env_config), lives))
-        _tick(timings, "sandbox_s", clock)
         try:
             for _ in range(config.max_turns):
                 live = [x for x in lives if not x.done]
@@ -157,7 +156,10 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
                 budgets = [min(config.max_turn_tokens, config.max_response_tokens - len(x.rollout.response_ids),
                                limit - len(x.rollout.prompt_ids) - len(x.rollout.response_ids)) for x in live]
                 for x, budget in zip(live, budgets):
-                    if budget < 1:
+                    if budget < 1 and not x.rollout.response_ids:  # not the policy's doing
+                        _finish(x, "unscored", unscored=f"the prompt ({len(x.rollout.prompt_ids)} tokens) leaves "
+                                                        "no room in the context")
+                    elif budget < 1:
                         _finish(x, "budget", reward=0.0)
                 live = [(x, b) for x, b in zip(live, budgets) if b >= 1]
                 if not live:
@@ -167,7 +169,7 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
                                        [b for _, b in live], sampling)
                 _tick(timings, "generate_s", clock)
                 calls = []
-                for (x, _), gen in zip(live, gens):
+                for (x, budget), gen in zip(live, gens):
                     r = x.rollout
                     r.response_ids += gen.token_ids
                     r.sampled += [True] * len(gen.token_ids)
@@ -175,16 +177,21 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
                     r.turns += 1
                     call = _parse(fmt, gen.token_ids, config.parser) if gen.stopped else None
                     if isinstance(call, str) and config.format_feedback:
-                        _observe(fmt, r, FORMAT_FEEDBACK)
-                    elif call is None or isinstance(call, str):
-                        _finish(x, "budget" if not gen.stopped else "no_tool_call", reward=0.0)
+                        _observe(fmt, x, FORMAT_FEEDBACK, config, limit)
+                    elif call is None:  # cut by the token budget: of the turn, or of the whole rollout
+                        _finish(x, "turn_budget" if budget == config.max_turn_tokens else "budget", reward=0.0)
+                    elif isinstance(call, str):
+                        _finish(x, "no_tool_call", reward=0.0)
                     else:
                         calls.append((x, call))
                 clock = time.monotonic()
+                # a sandbox starts with the rollout's first tool call (a rollout that never makes one needs none)
+                list(pool.map(lambda pair: _open(pair[0], env_config), [c for c in calls if c[0].env is None]))
+                calls = [(x, call) for x, call in calls if not x.done]
                 steps = list(pool.map(lambda pair: pair[0].env.execute(pair[1]), calls))
                 for (x, call), step in zip(calls, steps):
                     x.rollout.commands.append(call.arguments.get("command") or call.name)
-                    _apply(fmt, x, step)
+                    _apply(fmt, x, step, config, limit)
                 list(pool.map(_close, [x for x in lives if x.done and x.env is not None]))
                 _tick(timings, "sandbox_s", clock)
             for x in lives:
@@ -237,17 +244,24 @@ def _parse(fmt: ChatFormat, ids: list[int], parser: str):
     return calls[0] if calls else "no tool call"
 
 
-def _apply(fmt: ChatFormat, live: _Live, step: Step) -> None:
+def _apply(fmt: ChatFormat, live: _Live, step: Step, config: RolloutConfig, limit: int) -> None:
     if step.unscored:
         _finish(live, "unscored", unscored=step.unscored)
     elif step.done:
         _finish(live, "submitted", reward=step.reward)
     else:
-        _observe(fmt, live.rollout, step.observation)
+        _observe(fmt, live, step.observation, config, limit)
 
 
-def _observe(fmt: ChatFormat, r: Rollout, text: str) -> None:
+def _observe(fmt: ChatFormat, live: _Live, text: str, config: RolloutConfig, limit: int) -> None:
+    """Append an observation, or end the rollout (budget) when it would not leave room for a next turn:
+    a sequence never grows past the response budget or the context."""
+    r = live.rollout
     ids = fmt.observation_ids(text)
+    if (len(r.response_ids) + len(ids) >= config.max_response_tokens
+            or len(r.prompt_ids) + len(r.response_ids) + len(ids) >= limit):
+        _finish(live, "budget", reward=0.0)
+        return
     r.observations.append(text)
     r.response_ids += ids
     r.sampled += [False] * len(ids)

@@ -45,7 +45,8 @@ OPERATIONS: dict[str, tuple[str, str, Callable[[list[str]], str]]] = {
 _TEST_SH = """#!/bin/bash
 mkdir -p "$LOGS_DIR"
 cd "${WORKSPACE:-/workspace}"
-if cmp -s "$TESTS_DIR/expected.txt" answer.txt; then echo 1 > "$LOGS_DIR/reward.txt"; else echo 0 > "$LOGS_DIR/reward.txt"; fi
+if cmp -s "$TESTS_DIR/expected.txt" answer.txt; then echo 1 > "$LOGS_DIR/reward.txt"
+else echo 0 > "$LOGS_DIR/reward.txt"; fi
 """
 _ROW = pa.schema([
     ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),

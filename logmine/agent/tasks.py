@@ -27,10 +27,15 @@ def load_tasks(data: Path) -> list[RlTask]:
         raise TaskSetError(f"no TMax rows in {data} (expected data/*.parquet from `logmine export tmax`)")
     tasks = []
     for file in files:
-        for row in pq.read_table(file, columns=["messages", "ground_truth"]).to_pylist():
+        try:
+            rows = pq.read_table(file, columns=["messages", "ground_truth"]).to_pylist()
+        except (OSError, ValueError, KeyError) as exc:  # pyarrow's errors derive from these
+            raise TaskSetError(f"cannot read the TMax rows in {file}: {str(exc).splitlines()[0]}") from exc
+        for row in rows:
             bundle = Path(data) / "tasks" / row["ground_truth"]
             if not (bundle / "tests" / "test.sh").is_file():
-                raise TaskSetError(f"task {row['ground_truth']} has no bundle with tests/test.sh under {data / 'tasks'}")
+                raise TaskSetError(f"task {row['ground_truth']} has no bundle with tests/test.sh under "
+                                   f"{data / 'tasks'}")
             messages = tuple({"role": m["role"], "content": m["content"]} for m in row["messages"])
             tasks.append(RlTask(row["ground_truth"], messages, bundle))
     if not tasks:

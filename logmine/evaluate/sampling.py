@@ -57,6 +57,8 @@ class SampleConfig:
                                    "max_response_tokens"))
         if not self.temperature > 0:
             raise ConfigError(f"temperature must be positive, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +126,8 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
 
 def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
     """Create ``out`` (or check it belongs to this run) and read the tasks already sampled."""
-    key = {"model": str(config.model), "data": str(config.data), "samples": config.samples,
-           "temperature": config.temperature, "seed": config.seed}
+    # every setting that changes what a rollout is (not where results go, nor how many run at once)
+    key = {f.name: _plain(getattr(config, f.name)) for f in fields(config) if f.name not in ("out", "rollout_workers")}
     marker = config.out / "config.json"
     if marker.exists():
         recorded = json.loads(marker.read_text())
@@ -134,8 +136,7 @@ def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
                                 f"({', '.join(k for k in key if recorded.get(k) != key[k])} differ); use another --out")
     else:
         config.out.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps({**key, **{f.name: _plain(getattr(config, f.name)) for f in fields(config)}},
-                                     indent=2) + "\n")
+        marker.write_text(json.dumps(key, indent=2) + "\n")
     done = {}
     path = config.out / SAMPLES
     if path.exists():

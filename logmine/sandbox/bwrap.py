@@ -195,6 +195,8 @@ def _killer(status_fd: int) -> Callable[[subprocess.Popen], None]:
                 os.kill(child, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        elif proc.poll() is None:  # killed before bwrap reported its child (a shell never used): end bwrap,
+            os.killpg(proc.pid, signal.SIGKILL)  # --die-with-parent takes the sandbox along
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -57,7 +57,7 @@ from logmine.train.config import config_dict
 from logmine.train.grpo_config import GrpoTrainConfig, env_config, rollout_config
 from logmine.train.rl_loss import (group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights)
 from logmine.train.rl_batch import collate, micro_batches, sequences, token_logprobs
-from logmine.train.sft import TrainError, lr_schedule
+from logmine.train.sft import TrainError, complete_checkpoints, lr_schedule
 
 STATE = "trainer_state.pt"
 
@@ -247,7 +247,8 @@ def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, gro
         for k, micro in enumerate(micro_batches(minibatch, config.micro_batch_tokens)):
             batch = collate(micro, pad_id, device)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
-                new, entropy, plain = token_logprobs(model, batch, config.temperature, fp32_head, True)
+                new, entropy, plain = token_logprobs(model, batch, config.temperature, fp32_head, True,
+                                                     with_plain=config.echo_weight > 0)
             trainer = new.detach() if replace else old[(m, id(micro[0]))](batch)
             mask = batch.mask
             weights = None
@@ -258,7 +259,8 @@ def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, gro
                 weights = truncated_is_weights(trainer, batch.sampler, mask, config.rollout_is_cap, config.rollout_is)
             ref = None
             if reference is not None:
-                with torch.no_grad():
+                with torch.no_grad(), torch.autocast(device_type=device.type, dtype=torch.bfloat16,
+                                                     enabled=config.dtype == "bf16"):
                     ref, _, _ = token_logprobs(reference, batch, config.temperature, fp32_head)
             loss, metrics = policy_loss(new, trainer, batch.sampler, batch.advantages, mask, config.policy_loss(),
                                         is_weights=weights, ref_logprobs=ref if config.beta > 0 else None,
@@ -274,13 +276,14 @@ def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, gro
             stats.setdefault("sampler_diff_mean", []).append((float(diff.mean()) if n else 0.0, n))
             stats.setdefault("sampler_diff_max", []).append((float(diff.max()) if n else 0.0, n))
             if ref is not None:
-                stats.setdefault("kl_ref", []).append((float(kl_k3(new.detach(), ref)[batch.mask].mean()) if n else 0.0, n))
+                kl = float(kl_k3(new.detach(), ref)[batch.mask].mean()) if n else 0.0
+                stats.setdefault("kl_ref", []).append((kl, n))
             stats.setdefault("loss", []).append((float(loss.detach()), 1))
         max_norm = config.max_grad_norm if config.max_grad_norm is not None else math.inf
         grad_norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)))
         optimizer.step()
-        scheduler.step()
         optimizer.zero_grad(set_to_none=True)
+    scheduler.step()  # the schedule counts GRPO steps, whatever the number of minibatches
     return {"grad_norm": max(grad_norms), "sequences": len(seqs),
             "sampled_tokens": sum(sum(s.sampled) for s in seqs), **_reduce(stats)}
 
@@ -352,10 +355,13 @@ def _start(config: GrpoTrainConfig, model, optimizer, scheduler, sampler: TaskSa
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(config_dict(config), indent=2) + "\n")
         return 0
-    checkpoints = sorted((out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    checkpoints = complete_checkpoints(out / "checkpoints")
     if not checkpoints:
         raise TrainError(f"nothing to resume: no checkpoint in {out / 'checkpoints'}")
-    state = torch.load(checkpoints[-1] / STATE, map_location="cpu", weights_only=False)
+    try:
+        state = torch.load(checkpoints[-1] / STATE, map_location="cpu", weights_only=False)
+    except (OSError, RuntimeError, EOFError) as exc:
+        raise TrainError(f"cannot read the checkpoint {checkpoints[-1]}: {exc}") from exc
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
@@ -371,8 +377,16 @@ def _truncate_logs(out: Path, step: int) -> None:
     for name in ("metrics.jsonl", "rollouts.jsonl"):
         path = out / name
         if path.exists():
-            rows = [line for line in path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+            rows = [line for line in path.read_text().splitlines() if _step_of(line) is not None
+                    and _step_of(line) <= step]  # a line cut by a crash is dropped
             path.write_text("".join(line + "\n" for line in rows))
+
+
+def _step_of(line: str) -> int | None:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _save(path: Path, model, optimizer, scheduler, sampler: TaskSampler, step: int) -> None:

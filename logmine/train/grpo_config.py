@@ -108,8 +108,9 @@ class GrpoTrainConfig:
         for name in ("beta", "echo_weight", "weight_decay", "clip_low", "clip_high"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must not be negative, got {getattr(self, name)!r}")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.top_p != 1:
+            raise ConfigError("top_p must be 1 for training: the trainer's log-probs do not apply nucleus "
+                              f"sampling, so the sampler's would not match (got {self.top_p})")
         if not 0 <= self.mis_low < self.mis_high:
             raise ConfigError(f"need 0 <= mis_low < mis_high, got {self.mis_low} and {self.mis_high}")
         if self.ratio_cap is not None and not self.ratio_cap > 1:

@@ -67,9 +67,10 @@ def micro_batches(seqs: list[Sequence], budget: int) -> list[list[Sequence]]:
     return out + ([current] if current else [])
 
 
-def token_logprobs(model, batch: Batch, temperature: float, fp32_lm_head: bool, with_entropy: bool = False):
+def token_logprobs(model, batch: Batch, temperature: float, fp32_lm_head: bool, with_entropy: bool = False,
+                   with_plain: bool = False):
     """(log-probs of each next token under the temperature-scaled policy (B, L-1), entropy or None,
-    plain log-probs (T = 1) for the echo loss)."""
+    plain log-probs (T = 1, for the echo loss) or None unless ``with_plain``)."""
     logits = _logits(model, batch.input_ids, batch.attention, fp32_lm_head)[:, :-1].float()
     targets = batch.input_ids[:, 1:].unsqueeze(-1)
     scaled = torch.log_softmax(logits / temperature, dim=-1)
@@ -78,7 +79,7 @@ def token_logprobs(model, batch: Batch, temperature: float, fp32_lm_head: bool, 
     if with_entropy:
         with torch.no_grad():
             entropy = -(scaled.exp() * scaled).sum(-1)
-    plain = torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1)
+    plain = torch.log_softmax(logits, dim=-1).gather(-1, targets).squeeze(-1) if with_plain else None
     return logprobs, entropy, plain
 
 

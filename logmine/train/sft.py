@@ -207,7 +207,7 @@ def _start(config, accelerator, model, optimizer, scheduler) -> int:
             (out / "config.json").write_text(json.dumps(config_dict(config), indent=2) + "\n")
         accelerator.wait_for_everyone()
         return 0
-    checkpoints = sorted((out / "checkpoints").glob("step-*"), key=lambda p: int(p.name.split("-")[1]))
+    checkpoints = complete_checkpoints(out / "checkpoints")
     if not checkpoints:
         raise TrainError(f"nothing to resume: no checkpoint in {out / 'checkpoints'}")
     state = torch.load(checkpoints[-1] / STATE, map_location="cpu", weights_only=False)
@@ -223,6 +223,12 @@ def _start(config, accelerator, model, optimizer, scheduler) -> int:
     if torch.cuda.is_available() and state["rng"].get("cuda"):
         torch.cuda.set_rng_state_all(state["rng"]["cuda"])
     return int(state["step"])
+
+
+def complete_checkpoints(directory: Path) -> list[Path]:
+    """``step-N`` checkpoint directories in step order (a ``step-N.partial`` left by a crash is not one)."""
+    found = [p for p in directory.glob("step-*") if p.is_dir() and p.name[5:].isdigit()]
+    return sorted(found, key=lambda p: int(p.name[5:]))
 
 
 def _save(path: Path, accelerator, model, optimizer, scheduler, step: int) -> None:

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 TEST_SH = """#!/bin/bash
 mkdir -p "$LOGS_DIR"
 cd "$WORKSPACE"
-if [ "$(cat answer.txt 2>/dev/null)" = 42 ]; then echo 1 > "$LOGS_DIR/reward.txt"; else echo 0 > "$LOGS_DIR/reward.txt"; fi
+if [ "$(cat answer.txt 2>/dev/null)" = 42 ]; then echo 1 > "$LOGS_DIR/reward.txt"
+else echo 0 > "$LOGS_DIR/reward.txt"; fi
 """
 
 
@@ -98,3 +99,10 @@ def test_apply_patch_tool_when_enabled(bundle):
     with TaskEnv.open(bundle, EnvConfig(apply_patch=True)) as env:
         assert env.execute(ToolCall("apply_patch", {"patch": patch})).observation.endswith("[exit code: 0]")
         assert env.execute(bash(f"echo {SUBMIT}")).reward == 1.0
+
+
+def test_permissions_taken_from_the_workspace_do_not_block_grading(bundle):
+    with TaskEnv.open(bundle, EnvConfig()) as env:
+        env.execute(bash("echo 42 > answer.txt; mkdir -p d/e"))
+        step = env.execute(bash(f"chmod 000 d/e d; chmod 500 /workspace; echo {SUBMIT}"))
+    assert step.done and step.unscored is None and step.reward == 1.0

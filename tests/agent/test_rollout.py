@@ -107,13 +107,34 @@ def test_a_turn_without_a_tool_call_ends_the_rollout_with_reward_zero(policy, tm
     torch.manual_seed(0)
     [r] = run_rollouts([(tasks[0], 0)], HfEngine(policy.model, policy.tokenizer.pad_token_id), policy.fmt,
                        RolloutConfig(max_turn_tokens=16), EnvConfig(), policy.max_context)
-    assert r.turns == 1 and r.reward == 0.0 and r.scored and r.end in ("no_tool_call", "budget")
+    assert r.turns == 1 and r.reward == 0.0 and r.scored and r.end in ("no_tool_call", "turn_budget")
     assert not any(s is False for s in r.sampled)  # no observation was appended
 
 
-def test_a_sandbox_that_cannot_start_makes_the_rollout_unscored(policy, tmp_path):
+def test_a_sandbox_that_cannot_start_makes_the_rollout_unscored(trained, shell_family):
+    tasks = load_tasks(shell_family["held"])[:2]
+    torch.manual_seed(0)
+    engine = HfEngine(trained.model, trained.tokenizer.pad_token_id)
+    rollouts = run_rollouts([(t, g) for t in tasks for g in range(4)], engine, trained.fmt,
+                            RolloutConfig(max_turn_tokens=96), EnvConfig(backend="podman", image="none:x"),
+                            trained.max_context)
+    called = [r for r in rollouts if r.end != "no_tool_call" and r.end != "turn_budget"]
+    assert called and all(r.reward is None and not r.scored and r.end == "unscored" and
+                          r.unscored.startswith("sandbox did not start") for r in called)
+
+
+def test_a_prompt_that_leaves_no_room_is_unscored_not_a_failure(policy, tmp_path):
     tasks = load_tasks(synthetic.write_tmax(synthetic.shell_tasks(1)[:1], tmp_path / "tasks"))
     [r] = run_rollouts([(tasks[0], 0)], HfEngine(policy.model, policy.tokenizer.pad_token_id), policy.fmt,
-                       RolloutConfig(max_turn_tokens=4), EnvConfig(backend="podman", image="none:latest"),
-                       policy.max_context)
-    assert r.reward is None and not r.scored and r.end == "unscored" and r.unscored.startswith("sandbox")
+                       RolloutConfig(max_context=20), EnvConfig(), policy.max_context)
+    assert r.reward is None and r.end == "unscored" and "leaves no room in the context" in r.unscored
+
+
+def test_sequences_never_outgrow_the_response_budget(trained, shell_family):
+    tasks = load_tasks(shell_family["held"])[:4]
+    torch.manual_seed(0)
+    config = RolloutConfig(max_turns=4, max_turn_tokens=96, max_response_tokens=70, format_feedback=True)
+    rollouts = run_rollouts([(t, 0) for t in tasks], HfEngine(trained.model, trained.tokenizer.pad_token_id),
+                            trained.fmt, config, EnvConfig(), trained.max_context)
+    assert all(len(r.response_ids) <= 70 for r in rollouts)
+    assert any(r.end == "budget" for r in rollouts)

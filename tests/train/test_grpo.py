@@ -147,3 +147,21 @@ def test_values_of_the_wrong_type_are_one_line_errors(tmp_path):
     with pytest.raises(ConfigError, match="^group_size must be an integer, got 2.5$"):
         load_config(None, {**base, "group_size": 2.5}, kind=GrpoTrainConfig)
     assert load_config(None, base, kind=GrpoTrainConfig, settings={"ratio_cap": None, "lr": 1}).lr == 1
+
+
+def test_resume_skips_a_partial_checkpoint_and_a_cut_log_line(tmp_path):
+    from logmine.train.grpo import _truncate_logs
+    from logmine.train.sft import complete_checkpoints
+
+    for name in ("step-2", "step-10", "step-11.partial", "step-x"):
+        (tmp_path / "checkpoints" / name).mkdir(parents=True)
+    assert [p.name for p in complete_checkpoints(tmp_path / "checkpoints")] == ["step-2", "step-10"]
+    (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n{"step": 4, "rew')
+    _truncate_logs(tmp_path, 2)
+    assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 1}\n{"step": 2}\n'
+
+
+def test_training_refuses_nucleus_sampling(tmp_path):
+    with pytest.raises(ConfigError, match="top_p must be 1 for training"):
+        load_config(None, {"data": tmp_path, "model": tmp_path, "out": tmp_path / "o", "top_p": 0.9},
+                    kind=GrpoTrainConfig)
