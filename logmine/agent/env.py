@@ -14,8 +14,8 @@ Rules (TMax's ``swerl_vanillux_sandbox``, on logmine's sandbox):
 - Submission: a command whose output contains ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``. Every
   process of the agent is ended first, then ``tests/`` is copied in under a random name (the policy
   never sees it before), ``tests/test.sh`` runs, and ``reward.txt`` is read (clamped to [0, 1]; a
-  missing or unreadable file is 0 — the policy's work did not produce a pass). Permissions the agent
-  took away from its workspace are given back to the owner first, so they cannot block grading.
+  missing or unreadable file is 0 — the policy's work did not produce a pass). ``install_files``
+  gives back owner access the agent took away on the way, so a ``chmod 000`` cannot block grading.
 - **Unscored**, never 0: the sandbox could not be built or started, the shell died of an
   infrastructure error, or the grader could not run. A grader past ``test_timeout_s`` gets
   ``test_timeout_reward`` (default 0.0: the policy's code hung), or is unscored when that is None.
@@ -23,20 +23,18 @@ Rules (TMax's ``swerl_vanillux_sandbox``, on logmine's sandbox):
 
 from __future__ import annotations
 
-import os
 import secrets
 import shlex
-import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from logmine.agent.tools import ToolCall
+from logmine.export.tmax import SUBMIT  # the protocol the exported rows' system prompt describes
 from logmine.export.trajectory import format_observation
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.verify.workspace import read_inside
 
-SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 WORKSPACE = "/workspace"
 
 
@@ -113,9 +111,7 @@ class TaskEnv:
         try:
             files = {f"{name}/tests/{p.relative_to(self._tests)}": p.read_text()
                      for p in sorted(self._tests.rglob("*")) if p.is_file()}
-            self._box.install_files({})  # ends every process of the agent: nothing of it runs from here on
-            _restore_owner_access(self._box.workspace)
-            self._box.install_files(files)
+            self._box.install_files(files)  # ends every process of the agent first
         except (OSError, SandboxError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             return Step("", done=True, unscored=f"installing the tests failed: {exc}")
         root = f"{WORKSPACE}/{name}"
@@ -145,21 +141,3 @@ class TaskEnv:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _restore_owner_access(root: Path) -> None:
-    """Give the owner read/write/search on every directory of the workspace again (an agent may
-    ``chmod 000`` its workspace to make grading fail as an infrastructure error). Links not followed;
-    each directory is mended before it is listed."""
-    stack = [str(root)]
-    while stack:
-        path = stack.pop()
-        try:
-            mode = os.lstat(path).st_mode
-            if not stat.S_ISDIR(mode):
-                continue
-            if mode & stat.S_IRWXU != stat.S_IRWXU:
-                os.chmod(path, mode | stat.S_IRWXU)
-            stack += [entry.path for entry in os.scandir(path) if entry.is_dir(follow_symlinks=False)]
-        except OSError:
-            pass

@@ -54,12 +54,13 @@ class Workspace:
         """Write ``files`` (relative path -> text) into the copy, replacing whatever is at each path.
 
         No symlink is ever followed: a symlink, file or directory standing where a parent directory
-        or the file belongs is removed first. Raises ValueError for a path that is absolute, empty
-        or climbs out with ``..``; nothing is written then.
+        or the file belongs is removed first. A directory on the way whose owner access the sandbox
+        took away (``chmod 000``) gets it back, so an agent cannot make grading fail. Raises
+        ValueError for a path that is absolute, empty or climbs out with ``..``; nothing is written then.
         """
         parts = {rel: _parts(rel) for rel in files}
         for rel, content in files.items():
-            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            fd = _open_directory(str(self.path), None)
             try:
                 for name in parts[rel][:-1]:
                     fd = _enter_directory(fd, name)
@@ -116,15 +117,28 @@ def _enter_directory(parent: int, name: str) -> int:
 
     Closes ``parent`` on success only (the caller closes it on error)."""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+        fd = _open_directory(name, parent)
     except OSError as exc:
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             raise
         _remove_entry(parent, name)
         os.mkdir(name, 0o755, dir_fd=parent)
-        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent)
+        fd = _open_directory(name, parent)
     os.close(parent)
     return fd
+
+
+def _open_directory(name: str, dir_fd: int | None) -> int:
+    """Open directory ``name`` (under ``dir_fd``) for reading without following a symlink, first giving
+    its owner read/write/search back if it lacks them. Raises OSError (ENOTDIR for a symlink or file)."""
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+    try:
+        mode = os.fstat(handle).st_mode
+        if mode & stat.S_IRWXU != stat.S_IRWXU:
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(mode) | stat.S_IRWXU)  # no fchmod on O_PATH
+        return os.open(f"/proc/self/fd/{handle}", os.O_RDONLY | os.O_DIRECTORY)
+    finally:
+        os.close(handle)
 
 
 def _remove_entry(dir_fd: int, name: str) -> None:

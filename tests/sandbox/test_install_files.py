@@ -54,3 +54,12 @@ def test_installing_ends_every_shell(make_box):
     box.install_files({"a.txt": "a\n"})
     assert shell.run("echo hi").error == "the shell was closed"
     assert box.shell().run("cat a.txt").output == "a\n"  # a new shell works
+
+
+def test_directories_the_agent_locked_get_owner_access_back(make_box):
+    box = make_box({"tests/old.py": "x\n"})
+    assert box.run("chmod 000 tests && chmod 500 .").exit_code == 0
+    box.install_files({"tests/test_a.py": "recorded\n"})
+    assert (box.workspace / "tests" / "test_a.py").read_text() == "recorded\n"
+    for path in (box.workspace, box.workspace / "tests"):
+        assert path.stat().st_mode & 0o700 == 0o700
