@@ -25,7 +25,6 @@ with its first tool call and is closed as soon as the rollout ends.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -138,8 +137,7 @@ class _Live:
 
 
 def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: ChatFormat, config: RolloutConfig,
-                 env_config: EnvConfig, max_context: int,
-                 on_done: Callable[[Rollout], None] | None = None, timings: dict | None = None) -> list[Rollout]:
+                 env_config: EnvConfig, max_context: int, timings: dict | None = None) -> list[Rollout]:
     """Roll out every (task, sample index) job; returns the rollouts in job order. ``timings`` (when
     given) accumulates ``generate_s`` (engine) and ``sandbox_s`` (starting, stepping, grading, closing)."""
     timings = timings if timings is not None else {}
@@ -201,11 +199,7 @@ def run_rollouts(jobs: list[tuple[RlTask, int]], engine: RolloutEngine, fmt: Cha
             clock = time.monotonic()
             list(pool.map(_close, lives))
             _tick(timings, "sandbox_s", clock)
-    rollouts = [x.rollout for x in lives]
-    if on_done:
-        for r in rollouts:
-            on_done(r)
-    return rollouts
+    return [x.rollout for x in lives]
 
 
 def _tick(timings: dict, key: str, since: float) -> None:

@@ -244,12 +244,12 @@ def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, gro
             continue
         total = sum(sum(s.sampled) for s in minibatch)
         observed = sum(len(s.sampled) - sum(s.sampled) for s in minibatch)
-        for k, micro in enumerate(micro_batches(minibatch, config.micro_batch_tokens)):
+        for micro in micro_batches(minibatch, config.micro_batch_tokens):
             batch = collate(micro, pad_id, device)
-            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
+            with _autocast(config, device):
                 new, entropy, plain = token_logprobs(model, batch, config.temperature, fp32_head, True,
                                                      with_plain=config.echo_weight > 0)
-            trainer = new.detach() if replace else old[(m, id(micro[0]))](batch)
+            trainer = new.detach() if replace else old[(m, id(micro[0]))]
             mask = batch.mask
             weights = None
             if config.rollout_mis:
@@ -259,8 +259,7 @@ def _update(config: GrpoTrainConfig, model, reference, optimizer, scheduler, gro
                 weights = truncated_is_weights(trainer, batch.sampler, mask, config.rollout_is_cap, config.rollout_is)
             ref = None
             if reference is not None:
-                with torch.no_grad(), torch.autocast(device_type=device.type, dtype=torch.bfloat16,
-                                                     enabled=config.dtype == "bf16"):
+                with torch.no_grad(), _autocast(config, device):
                     ref, _, _ = token_logprobs(reference, batch, config.temperature, fp32_head)
             loss, metrics = policy_loss(new, trainer, batch.sampler, batch.advantages, mask, config.policy_loss(),
                                         is_weights=weights, ref_logprobs=ref if config.beta > 0 else None,
@@ -295,10 +294,14 @@ def _old_logprobs(config, model, minibatches, pad_id, device, fp32_head: bool):
         for m, minibatch in enumerate(minibatches):
             for micro in micro_batches(minibatch, config.micro_batch_tokens):
                 batch = collate(micro, pad_id, device)
-                with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16"):
-                    lp, _, _ = token_logprobs(model, batch, config.temperature, fp32_head)
-                saved[(m, id(micro[0]))] = lp
-    return {key: (lambda batch, lp=lp: lp) for key, lp in saved.items()}
+                with _autocast(config, device):
+                    saved[(m, id(micro[0]))], _, _ = token_logprobs(model, batch, config.temperature, fp32_head)
+    return saved
+
+
+def _autocast(config: GrpoTrainConfig, device):
+    """bf16 autocast when ``dtype: bf16`` (policy, π_old and reference passes alike), else a no-op."""
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=config.dtype == "bf16")
 
 
 def _reduce(stats: dict[str, list[tuple[float, int]]]) -> dict[str, float]:
