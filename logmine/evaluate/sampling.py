@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
-from logmine.train.config import ConfigError, check_choice, check_positive_ints
-from logmine.train.grpo_config import ENGINES, env_config, rollout_config
+from logmine.train.config import check_positive_ints
+from logmine.train.grpo_config import RolloutSettings, check_rollout_settings, env_config, rollout_config
 
 SAMPLES = "samples.jsonl"
 
@@ -27,38 +27,17 @@ class SamplingError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
-class SampleConfig:
+class SampleConfig(RolloutSettings):  # the rollout fields are RolloutSettings', shared with train grpo
     data: Path  # a TMax directory (`logmine export tmax` output)
     model: Path  # a local model directory with its tokenizer
     out: Path
     samples: int = 8  # rollouts per task
-    engine: str = "hf"
     seed: int = 0
     batch_tasks: int = 8  # tasks rolled out together (their K rollouts each)
-    rollout_workers: int = 4
-    max_turns: int = 16
-    max_turn_tokens: int = 512
-    max_response_tokens: int = 4096
-    temperature: float = 1.0
-    top_p: float = 1.0
-    parser: str = "auto"
-    format_feedback: bool = False
-    system_prompt: str | None = None
-    apply_patch: bool = False
-    backend: str = "bwrap"
-    image: str | None = None
-    command_timeout_s: float = 120.0
-    test_timeout_s: float = 120.0
-    test_timeout_reward: float | None = 0.0  # a grader past its timeout: this reward (None: unscored)
 
     def validate(self) -> None:
-        check_choice(self.engine, "engine", ENGINES)
-        check_positive_ints(self, ("samples", "batch_tasks", "rollout_workers", "max_turns", "max_turn_tokens",
-                                   "max_response_tokens"))
-        if not self.temperature > 0:
-            raise ConfigError(f"temperature must be positive, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ConfigError(f"top_p must be in (0, 1], got {self.top_p}")
+        check_rollout_settings(self)
+        check_positive_ints(self, ("samples", "batch_tasks"))
 
 
 @dataclass(frozen=True, slots=True)

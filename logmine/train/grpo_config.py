@@ -22,8 +22,43 @@ DTYPES = ("fp32", "bf16")
 SCHEDULES = ("constant", "cosine")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RolloutSettings:
+    """How rollouts are made: the fields ``train grpo``, ``filter`` and ``eval`` share (one
+    declaration; :func:`rollout_config` and :func:`env_config` read them)."""
+
+    engine: str = "hf"  # hf (transformers generate, CPU or GPU) | vllm (GPU, the vllm extra)
+    rollout_workers: int = 4  # sandboxes stepped in parallel
+    max_turns: int = 16
+    max_turn_tokens: int = 512
+    max_response_tokens: int = 4096
+    temperature: float = 1.0
+    top_p: float = 1.0
+    parser: str = "auto"
+    format_feedback: bool = False
+    system_prompt: str | None = None
+    apply_patch: bool = False
+    backend: str = "bwrap"
+    image: str | None = None
+    command_timeout_s: float = 120.0
+    test_timeout_s: float = 120.0
+    test_timeout_reward: float | None = 0.0  # a grader past its timeout: this reward (None: unscored)
+
+
+def check_rollout_settings(c: RolloutSettings) -> None:
+    """Raises ConfigError for a rollout setting no run can use."""
+    check_choice(c.engine, "engine", ENGINES)
+    check_choice(c.parser, "parser", tuple(PARSERS))
+    check_positive_ints(c, ("rollout_workers", "max_turns", "max_turn_tokens", "max_response_tokens"))
+    for name in ("temperature", "command_timeout_s", "test_timeout_s"):
+        if not getattr(c, name) > 0:
+            raise ConfigError(f"{name} must be positive, got {getattr(c, name)!r}")
+    if not 0 < c.top_p <= 1:
+        raise ConfigError(f"top_p must be in (0, 1], got {c.top_p}")
+
+
 @dataclass(frozen=True, slots=True)
-class GrpoTrainConfig:
+class GrpoTrainConfig(RolloutSettings):  # the rollout fields are RolloutSettings'; the YAML keys are flat
     data: Path  # a `logmine export tmax` directory (data/*.parquet rows + tasks/<id>/ bundles)
     model: Path  # a local save_pretrained directory with its tokenizer (never downloaded)
     out: Path  # run directory: config.json, metrics.jsonl, rollouts.jsonl, checkpoints/, final/
@@ -61,23 +96,6 @@ class GrpoTrainConfig:
     micro_batch_tokens: int = 8192  # padded tokens per forward/backward
     dtype: str = "fp32"  # fp32 | bf16 (autocast)
     fp32_lm_head: bool = True  # bf16: the LM head and its input in fp32 (TMax / the MiniMax fix)
-    # --- rollouts
-    engine: str = "hf"  # hf (transformers generate, CPU or GPU) | vllm (GPU, the vllm extra)
-    rollout_workers: int = 4  # sandboxes stepped in parallel
-    max_turns: int = 16
-    max_turn_tokens: int = 512
-    max_response_tokens: int = 4096
-    temperature: float = 1.0
-    top_p: float = 1.0
-    parser: str = "auto"
-    format_feedback: bool = False
-    system_prompt: str | None = None
-    apply_patch: bool = False
-    backend: str = "bwrap"
-    image: str | None = None
-    command_timeout_s: float = 120.0
-    test_timeout_s: float = 120.0
-    test_timeout_reward: float | None = 0.0  # a grader past its timeout: this reward (None: unscored)
     # --- bookkeeping
     save_every: int = 0
     resume: bool = False
@@ -86,10 +104,10 @@ class GrpoTrainConfig:
     save_rollouts: bool = True  # append every rollout (ids, reward, commands) to out/rollouts.jsonl
 
     def validate(self) -> None:
+        check_rollout_settings(self)
         for value, name, allowed in ((self.advantage, "advantage", ADVANTAGES), (self.loss, "loss", LOSSES),
-                                     (self.divergence, "divergence", DIVERGENCES), (self.engine, "engine", ENGINES),
-                                     (self.dtype, "dtype", DTYPES), (self.schedule, "schedule", SCHEDULES),
-                                     (self.parser, "parser", tuple(PARSERS))):
+                                     (self.divergence, "divergence", DIVERGENCES), (self.dtype, "dtype", DTYPES),
+                                     (self.schedule, "schedule", SCHEDULES)):
             check_choice(value, name, allowed)
         if self.rollout_is is not None:
             check_choice(self.rollout_is, "rollout_is", IS_LEVELS)
@@ -97,12 +115,11 @@ class GrpoTrainConfig:
                 raise ConfigError("rollout_is applies to the grpo loss: dppo's ratio is already taken against the "
                                   "sampler (set rollout_is: null, or loss: grpo)")
         check_positive_ints(self, ("max_steps", "prompts_per_step", "group_size", "num_minibatches",
-                                   "micro_batch_tokens", "rollout_workers", "max_turns", "max_turn_tokens",
-                                   "max_response_tokens", "log_every"))
+                                   "micro_batch_tokens", "log_every"))
         check_positive_ints(self, ("save_every", "warmup_steps", "max_draws_per_step"), minimum=0)
         if self.group_size < 2:
             raise ConfigError("group_size must be at least 2 (a group baseline needs two rollouts)")
-        for name in ("lr", "delta", "temperature", "rollout_is_cap", "command_timeout_s", "test_timeout_s"):
+        for name in ("lr", "delta", "rollout_is_cap"):
             if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)!r}")
         for name in ("beta", "echo_weight", "weight_decay", "clip_low", "clip_high"):
@@ -124,15 +141,15 @@ class GrpoTrainConfig:
                                 beta=self.beta)
 
 
-def rollout_config(c) -> RolloutConfig:
-    """The rollout settings of a GRPO, filter or eval config (same field names)."""
+def rollout_config(c: RolloutSettings) -> RolloutConfig:
+    """The rollout loop's settings of a GRPO, filter or eval config."""
     return RolloutConfig(max_turns=c.max_turns, max_turn_tokens=c.max_turn_tokens,
                          max_response_tokens=c.max_response_tokens, temperature=c.temperature, top_p=c.top_p,
                          parser=c.parser, format_feedback=c.format_feedback, workers=c.rollout_workers,
                          system_prompt=c.system_prompt)
 
 
-def env_config(c) -> EnvConfig:
+def env_config(c: RolloutSettings) -> EnvConfig:
     return EnvConfig(backend=c.backend, image=c.image, command_timeout_s=c.command_timeout_s,
                      test_timeout_s=c.test_timeout_s, test_timeout_reward=c.test_timeout_reward,
                      apply_patch=c.apply_patch)
