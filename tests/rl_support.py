@@ -11,7 +11,6 @@ import pyarrow.parquet as pq
 
 from logmine.agent import synthetic
 from logmine.agent.env import SUBMIT
-from logmine.export.trajectory import BASH_TOOL
 from logmine.sandbox import open_sandbox
 from logmine.train.tiny import init_model
 
@@ -35,23 +34,17 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40, also: tupl
     submission, or (as often) one of the ``also`` commands — a policy whose choice is random."""
     from transformers import AutoTokenizer
 
-    from logmine.export.render import Renderer
-    from logmine.export.sft import token_table
     from logmine.train.config import load_config
     from logmine.train.sft import train_sft
 
     init = tiny_policy(root / "init")
-    tokenizer = AutoTokenizer.from_pretrained(str(init))
     conversations = []
     for prompt in prompts:
         for command in (f"echo {SUBMIT}", *also):
             arguments = json.dumps({"command": command})
             call = {"id": "c", "type": "function", "function": {"name": "bash", "arguments": arguments}}
-            conversations.append(([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}], [BASH_TOOL]))
-    results = Renderer(tokenizer, lam=0.0).render(conversations)
-    rows = [(str(i), str(i), e) for i, r in enumerate(results) for e in r.examples]
-    (root / "sft" / "tokens").mkdir(parents=True)
-    pq.write_table(token_table(rows), root / "sft" / "tokens" / "part.parquet")
+            conversations.append([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}])
+    synthetic.write_token_sft(conversations, AutoTokenizer.from_pretrained(str(init)), root / "sft")
     train_sft(load_config(None, {"data": root / "sft", "model": init, "out": root / "run", "max_steps": steps,
                                  "lr": 3e-3, "schedule": "constant"}))
     return root / "run" / "final"

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from logmine.agent.env import SUBMIT
+from logmine.export.tmax import ROW_SCHEMA
 from logmine.export.trajectory import BASH_TOOL, format_observation
 
 SYSTEM = f"Use the bash tool. When done, run: echo {SUBMIT}"
@@ -48,11 +49,7 @@ cd "${WORKSPACE:-/workspace}"
 if cmp -s "$TESTS_DIR/expected.txt" answer.txt; then echo 1 > "$LOGS_DIR/reward.txt"
 else echo 0 > "$LOGS_DIR/reward.txt"; fi
 """
-_ROW = pa.schema([
-    ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-    ("ground_truth", pa.string()), ("dataset", pa.string()),
-    ("env_config", pa.struct([("env_name", pa.string()), ("image", pa.string()), ("task_id", pa.string())])),
-    ("source", pa.string())])
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +111,7 @@ def write_tmax(tasks: list[ShellTask], out: Path) -> Path:
                      "env_config": {"env_name": "swerl_vanillux_sandbox", "image": "python:3.11-slim",
                                     "task_id": task.task_id}, "source": "logmine:synthetic"})
     (Path(out) / "data").mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=_ROW), Path(out) / "data" / "train-00000-of-00001.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), Path(out) / "data" / "train-00000-of-00001.parquet")
     return Path(out)
 
 
@@ -132,13 +129,22 @@ def solved_messages(task: ShellTask) -> list[dict]:
 
 def write_sft(tasks: list[ShellTask], tokenizer, out: Path, lam: float = 0.0) -> Path:
     """Solved trajectories as a token-level SFT directory (``out/tokens/``) for ``logmine train sft``."""
+    return write_token_sft([solved_messages(t) for t in tasks], tokenizer, out, lam, [t.task_id for t in tasks])
+
+
+def write_token_sft(conversations: list[list[dict]], tokenizer, out: Path, lam: float = 0.0,
+                    ids: list[str] | None = None) -> Path:
+    """Conversations with the ``bash`` tool rendered by logmine's renderer into ``out/tokens/`` (the
+    layout ``logmine export sft --tokenizer`` writes; ``ids`` name the examples, default their index).
+    Raises ValueError when one does not render."""
     from logmine.export.render import Renderer
     from logmine.export.sft import token_table
 
-    results = Renderer(tokenizer, lam=lam).render([(solved_messages(t), [BASH_TOOL]) for t in tasks])
-    rows = [(t.task_id, t.task_id, e) for t, r in zip(tasks, results) for e in r.examples]
-    if len(rows) != len(tasks):
-        raise ValueError("some solved trajectories did not render (is the chat template prefix-stable?)")
+    results = Renderer(tokenizer, lam=lam).render([(messages, [BASH_TOOL]) for messages in conversations])
+    ids = ids or [str(i) for i in range(len(conversations))]
+    rows = [(name, name, e) for name, r in zip(ids, results) for e in r.examples]
+    if len(rows) != len(conversations):
+        raise ValueError("some conversations did not render (is the chat template prefix-stable?)")
     (Path(out) / "tokens").mkdir(parents=True, exist_ok=True)
     pq.write_table(token_table(rows), Path(out) / "tokens" / "train-00000-of-00001.parquet")
     return Path(out)

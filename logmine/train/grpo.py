@@ -57,7 +57,7 @@ from logmine.train.config import config_dict
 from logmine.train.grpo_config import GrpoTrainConfig, env_config, rollout_config
 from logmine.train.rl_loss import (group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights)
 from logmine.train.rl_batch import collate, micro_batches, sequences, token_logprobs
-from logmine.train.sft import TrainError, complete_checkpoints, lr_schedule
+from logmine.train.sft import TrainError, complete_checkpoints, lr_schedule, require_model_dir
 
 STATE = "trainer_state.pt"
 
@@ -89,9 +89,7 @@ def load_policy(path: Path, apply_patch: bool = False) -> Policy:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
-    if not (Path(path) / "config.json").exists():
-        raise TrainError(f"no model at {path} (a local save_pretrained directory; "
-                         "`logmine train init-model` makes a tiny one)")
+    require_model_dir(path)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except (OSError, ValueError) as exc:

@@ -159,12 +159,17 @@ def _train_step(config, accelerator, model, optimizer, scheduler, examples: list
             "observation_tokens": int(n_o)}
 
 
+def require_model_dir(path: Path) -> None:
+    """Raises TrainError unless ``path`` holds a ``save_pretrained`` model (nothing is downloaded)."""
+    if not (Path(path) / "config.json").exists():
+        raise TrainError(f"no model at {path} (a local save_pretrained directory; "
+                         "`logmine train init-model` makes a tiny one)")
+
+
 def _load_model(config: SftTrainConfig):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if not (config.model / "config.json").exists():
-        raise TrainError(f"no model at {config.model} (a local save_pretrained directory; "
-                         "`logmine train init-model` makes a tiny one)")
+    require_model_dir(config.model)
     model = AutoModelForCausalLM.from_pretrained(str(config.model), local_files_only=True, dtype=torch.float32)
     pad_id = model.config.pad_token_id
     if pad_id is None:
