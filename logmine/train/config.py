@@ -104,8 +104,8 @@ def make_config(values: dict[str, Any], kind: type = None):
 
 
 def _check_type(name: str, value: Any, default: Any) -> None:
-    """A value of the default's kind (ints count as floats; None only where the default is None or
-    the type says so is checked by ``validate``)."""
+    """Raises ConfigError unless ``value`` is of the default's kind (an int counts as a float). None,
+    and fields whose default is None or absent, are left to ``validate``."""
     if value is None or default is None or default is dataclasses.MISSING:
         return
     if isinstance(default, bool):
@@ -124,16 +124,11 @@ def _check_type(name: str, value: Any, default: Any) -> None:
 
 def _check_sft(c: SftTrainConfig) -> None:
     for name, allowed in (("normalisation", NORMALISATIONS), ("schedule", SCHEDULES), ("dtype", DTYPES)):
-        if getattr(c, name) not in allowed:
-            raise ConfigError(f"{name} must be one of {', '.join(allowed)}, got {getattr(c, name)!r}")
+        check_choice(getattr(c, name), name, allowed)
     if c.lam is not None and not 0 <= c.lam <= 1:
         raise ConfigError(f"lam must be between 0 and 1, got {c.lam}")
-    for name in ("max_steps", "batch_tokens", "grad_accum", "log_every", "lora_r"):
-        if not isinstance(getattr(c, name), int) or getattr(c, name) < 1:
-            raise ConfigError(f"{name} must be a positive integer, got {getattr(c, name)!r}")
-    for name in ("save_every", "warmup_steps"):
-        if not isinstance(getattr(c, name), int) or getattr(c, name) < 0:
-            raise ConfigError(f"{name} must be a non-negative integer, got {getattr(c, name)!r}")
+    check_positive_ints(c, ("max_steps", "batch_tokens", "grad_accum", "log_every", "lora_r"))
+    check_positive_ints(c, ("save_every", "warmup_steps"), minimum=0)
     if not c.lr > 0:
         raise ConfigError(f"lr must be positive, got {c.lr}")
     if c.max_grad_norm is not None and not c.max_grad_norm > 0:
