@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
-from logmine.train.config import check_positive_ints
+from logmine.train.config import check_positive_ints, config_dict
 from logmine.train.grpo_config import RolloutSettings, check_rollout_settings, env_config, rollout_config
 
 SAMPLES = "samples.jsonl"
@@ -60,6 +60,18 @@ class TaskSamples:
     def pass_rate(self) -> float | None:
         return self.correct / len(self.scored) if self.scored else None
 
+    def line(self) -> str:
+        """The task's line of ``samples.jsonl``."""
+        return json.dumps({"task_id": self.task_id, "rewards": self.rewards, "unscored": self.unscored,
+                           "ends": self.ends, "turns": self.turns}) + "\n"
+
+    @classmethod
+    def from_line(cls, line: str) -> TaskSamples:
+        """Raises json.JSONDecodeError for a line cut by an interruption."""
+        row = json.loads(line)
+        return cls(row["task_id"], tuple(row["rewards"]), tuple(row["unscored"]), tuple(row["ends"]),
+                   tuple(row["turns"]))
+
 
 def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None = None,
                ) -> tuple[list[RlTask], dict[str, TaskSamples]]:
@@ -94,9 +106,7 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
                                      tuple(r.unscored for r in mine if r.unscored), tuple(r.end for r in mine),
                                      tuple(r.turns for r in mine))
                 done[task.task_id] = result
-                sink.write(json.dumps({"task_id": result.task_id, "rewards": result.rewards,
-                                       "unscored": result.unscored, "ends": result.ends,
-                                       "turns": result.turns}) + "\n")
+                sink.write(result.line())
             sink.flush()
             if progress:
                 progress(len(tasks) - len(todo) + start + len(chunk), len(tasks))
@@ -106,7 +116,7 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
 def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
     """Create ``out`` (or check it belongs to this run) and read the tasks already sampled."""
     # every setting that changes what a rollout is (not where results go, nor how many run at once)
-    key = {f.name: _plain(getattr(config, f.name)) for f in fields(config) if f.name not in ("out", "rollout_workers")}
+    key = {k: v for k, v in config_dict(config).items() if k not in ("out", "rollout_workers")}
     marker = config.out / "config.json"
     if marker.exists():
         recorded = json.loads(marker.read_text())
@@ -121,15 +131,9 @@ def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
     if path.exists():
         for line in path.read_text().splitlines():
             try:
-                row = json.loads(line)
+                samples = TaskSamples.from_line(line)
             except json.JSONDecodeError:  # a line cut by an interruption: that task is sampled again
                 continue
-            done[row["task_id"]] = TaskSamples(row["task_id"], tuple(row["rewards"]), tuple(row["unscored"]),
-                                               tuple(row["ends"]), tuple(row["turns"]))
-        path.write_text("".join(json.dumps({"task_id": s.task_id, "rewards": s.rewards, "unscored": s.unscored,
-                                            "ends": s.ends, "turns": s.turns}) + "\n" for s in done.values()))
+            done[samples.task_id] = samples
+        path.write_text("".join(s.line() for s in done.values()))
     return done
-
-
-def _plain(value):
-    return str(value) if isinstance(value, Path) else value
