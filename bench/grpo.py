@@ -63,7 +63,7 @@ def main() -> None:
         parser.error("--steps must be at least 2 (the first step is warm-up)")
     work = Path(tempfile.mkdtemp(prefix="bench-grpo-"))
     from logmine.agent import synthetic
-    from logmine.train import init_model
+    from logmine.train.tiny import init_model
     init_model(work / "model", hidden_size=64, intermediate_size=128, layers=2, vocab_size=512,
                texts=synthetic.texts())
     synthetic.write_tmax(synthetic.shell_tasks(max(1, -(-args.prompts * args.steps // 6))), work / "tasks")
@@ -113,7 +113,7 @@ def _child(spec: dict) -> None:
 
 
 def _logmine(spec: dict) -> dict:
-    from logmine.train import load_config
+    from logmine.train.config import load_config
     from logmine.train.grpo import train_grpo
     from logmine.train.grpo_config import GrpoTrainConfig
 

@@ -35,7 +35,7 @@ def main() -> None:
     if args.run:
         return _child(json.loads(args.run))
     work = Path(tempfile.mkdtemp(prefix="bench-sft-"))
-    from logmine.train import init_model
+    from logmine.train.tiny import init_model
     model = init_model(work / "model", hidden_size=64, intermediate_size=128)
     py = [sys.executable, "-m", "logmine"]
     subprocess.run([*py, "ingest", "--demo", "--store", str(work / "store"), "-q"], check=True)
@@ -78,7 +78,8 @@ def _child(spec: dict) -> None:
     if spec["kind"] == "trl":
         losses, tokens, seconds = _trl(work, steps, accum)
     else:
-        from logmine.train import load_config, train_sft
+        from logmine.train.config import load_config
+        from logmine.train.sft import train_sft
         packed = spec["kind"] == "logmine-packed"
         config = load_config(None, dict(data=work / "sft", model=work / "model", out=work / spec["kind"], lam=0.0,
                                         normalisation="batch", max_steps=steps, lr=1e-3, schedule="constant",

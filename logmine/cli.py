@@ -9,25 +9,27 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
 
 from logmine import __version__
 from logmine.demo import DEMO_INPUTS
-from logmine.ingest import IngestConfig, NothingToIngest, StoreError, ingest
+from logmine.ingest import IngestConfig, NothingToIngest, ingest
+from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
 from logmine.ingest.run import DEFAULT_JOBS
 from logmine.pipeline import PipelineError
 from logmine.segment import NothingToSegment, SegmentConfig, segment
 from logmine.segment.report import render_segment_summary, segment_summary_dict
+from logmine.store import StoreError
 from logmine.verify import NothingToVerify, VerifyConfig, verify
 from logmine.verify.report import render_verify_summary, verify_summary_dict
-from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
 
 app = typer.Typer(
     name="logmine",
@@ -293,12 +295,12 @@ app.add_typer(train_app, name="train")
 
 def _train_module():
     try:
-        import logmine.train as train
-        train.train_sft  # noqa: B018 - imports torch
+        from logmine.train import config, sft, tiny  # sft imports torch
     except ImportError as exc:
         fail(f"logmine train needs torch, transformers and accelerate ({exc.name} is missing)",
              "pip install 'logmine[train]'")
-    return train
+    return SimpleNamespace(load_config=config.load_config, ConfigError=config.ConfigError, train_sft=sft.train_sft,
+                           TrainError=sft.TrainError, init_model=tiny.init_model)
 
 
 @train_app.command("sft")

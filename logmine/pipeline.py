@@ -9,10 +9,12 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from logmine.errors import LogmineError
+
 DEFAULT_PIPELINE = Path(__file__).parent / "pipelines" / "codex-default.toml"
 
 
-class PipelineError(ValueError):
+class PipelineError(LogmineError, ValueError):
     """A pipeline file cannot be read or names settings that do not exist."""
 
 

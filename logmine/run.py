@@ -24,7 +24,6 @@ from logmine.segment.run import SegmentConfig, SegmentSummary, segment
 from logmine.verify.run import VerifyConfig, VerifySummary, verify
 
 
-
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     store: Path | None = None  # default: the pipeline's [ingest] store

@@ -10,9 +10,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
-from conftest import query
 from logmine.cli import app, ingest_cmd
 
 runner = CliRunner()

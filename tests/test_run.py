@@ -8,9 +8,9 @@ import shutil
 import jsonschema
 import pyarrow.parquet as pq
 import pytest
+from conftest import query
 from typer.testing import CliRunner
 
-from conftest import query
 from logmine.cli import app
 from logmine.export.tmax import SCHEMA
 

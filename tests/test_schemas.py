@@ -8,10 +8,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import query
-from logmine.catalog import TABLES
+
 from logmine.segment import SegmentConfig, segment
+from logmine.store.catalog import TABLES
 
 SCHEMAS = Path(__file__).parent.parent / "schemas"
 

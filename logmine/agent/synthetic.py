@@ -31,15 +31,15 @@ _VOCAB = ("red", "blue", "green", "black", "white", "pink", "gold", "gray", "app
           "cat", "dog", "owl", "fox", "oak", "elm", "pine", "rose")
 # operation: (instruction, command, answer from the input lines)
 OPERATIONS: dict[str, tuple[str, str, Callable[[list[str]], str]]] = {
-    "copy": ("Copy input.txt to answer.txt.", "cp input.txt answer.txt", lambda ls: "".join(l + "\n" for l in ls)),
+    "copy": ("Copy input.txt to answer.txt.", "cp input.txt answer.txt", lambda ls: "".join(x + "\n" for x in ls)),
     "sort": ("Sort the lines of input.txt into answer.txt.", "sort input.txt > answer.txt",
-             lambda ls: "".join(l + "\n" for l in sorted(ls))),
+             lambda ls: "".join(x + "\n" for x in sorted(ls))),
     "reverse": ("Write the lines of input.txt in reverse order to answer.txt.", "tac input.txt > answer.txt",
-                lambda ls: "".join(l + "\n" for l in reversed(ls))),
-    "count": ("Write the number of lines in input.txt to answer.txt.", "wc -l < input.txt > answer.txt",
+                lambda ls: "".join(x + "\n" for x in reversed(ls))),
+    "count": ("Write the number of lines in input.txt to answer.txt.", "wc -x < input.txt > answer.txt",
               lambda ls: f"{len(ls)}\n"),
     "upper": ("Write input.txt in upper case to answer.txt.", "tr a-z A-Z < input.txt > answer.txt",
-              lambda ls: "".join(l.upper() + "\n" for l in ls)),
+              lambda ls: "".join(x.upper() + "\n" for x in ls)),
     "first": ("Write the first line of input.txt to answer.txt.", "head -n 1 input.txt > answer.txt",
               lambda ls: ls[0] + "\n"),
 }
@@ -103,7 +103,7 @@ def write_tmax(tasks: list[ShellTask], out: Path) -> Path:
         bundle = Path(out) / "tasks" / task.task_id
         (bundle / "environment" / "seeds").mkdir(parents=True, exist_ok=True)
         (bundle / "tests").mkdir(parents=True, exist_ok=True)
-        (bundle / "environment" / "seeds" / "input.txt").write_text("".join(l + "\n" for l in task.lines))
+        (bundle / "environment" / "seeds" / "input.txt").write_text("".join(x + "\n" for x in task.lines))
         (bundle / "instruction.md").write_text(task.instruction + "\n")
         (bundle / "tests" / "test.sh").write_text(_TEST_SH)
         (bundle / "tests" / "expected.txt").write_text(task.expected)

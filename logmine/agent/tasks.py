@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from logmine.errors import LogmineError
 
-class TaskSetError(ValueError):
+
+class TaskSetError(LogmineError, ValueError):
     """The directory is not a TMax export (no rows, a row without its bundle)."""
 
 

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from logmine.errors import LogmineError
+
 _BLOCK = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 _FUNCTION = re.compile(r"^\s*<function=([^>\s]+)>(.*?)</function>\s*$", re.S)
 _PARAMETER = re.compile(r"<parameter=([^>\s]+)>\n?(.*?)\n?</parameter>", re.S)
@@ -30,7 +32,7 @@ class ToolCall:
     arguments: dict
 
 
-class ToolCallError(ValueError):
+class ToolCallError(LogmineError, ValueError):
     """The output holds a ``<tool_call>`` block that does not parse (the message says why)."""
 
 

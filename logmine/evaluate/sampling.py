@@ -16,13 +16,14 @@ from pathlib import Path
 import torch
 
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
+from logmine.errors import LogmineError
 from logmine.train.config import check_positive_ints, config_dict
 from logmine.train.grpo_config import RolloutSettings, check_rollout_settings, env_config, rollout_config
 
 SAMPLES = "samples.jsonl"
 
 
-class SamplingError(RuntimeError):
+class SamplingError(LogmineError, RuntimeError):
     """The run cannot start: no tasks, no model, an output directory of another run."""
 
 
@@ -76,8 +77,8 @@ class TaskSamples:
 def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None = None,
                ) -> tuple[list[RlTask], dict[str, TaskSamples]]:
     """Every task's K rollouts (from ``out/samples.jsonl`` when already done); returns (tasks, samples)."""
-    from logmine.train.grpo import load_policy, make_engine
     from logmine.agent.rollout import run_rollouts
+    from logmine.train.grpo import load_policy, make_engine
     from logmine.train.sft import TrainError
 
     try:

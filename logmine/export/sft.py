@@ -32,9 +32,18 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from logmine.errors import LogmineError
 from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, Renderer, load_tokenizer
-from logmine.export.trajectory import (EVENT_COLUMNS, REASONING_MODES, SYSTEM_PROMPT, TOOL_MODES, Drop, Trajectory,
-                                       TrajectoryOptions, build_trajectory)
+from logmine.export.trajectory import (
+    EVENT_COLUMNS,
+    REASONING_MODES,
+    SYSTEM_PROMPT,
+    TOOL_MODES,
+    Drop,
+    Trajectory,
+    TrajectoryOptions,
+    build_trajectory,
+)
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
 MIN_VERIFIER = ("validated", "candidate", "any")
@@ -78,7 +87,7 @@ TOKENS = pa.schema([("example_id", pa.string()), ("task_id", pa.string()), ("tur
 REJECTS = pa.schema([("task_id", pa.string()), ("reason", pa.string()), ("detail", pa.string())])
 
 
-class SftExportError(RuntimeError):
+class SftExportError(LogmineError, RuntimeError):
     """The export cannot run: no store or no tasks, a bad option, an unusable tokenizer, an output
     directory that is not empty."""
 

@@ -24,6 +24,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.ingest.redact import Redactor
 from logmine.store import CATALOG, Store, fetch_dicts
@@ -56,7 +57,7 @@ ROW_SCHEMA = pa.schema([
 ])
 
 
-class ExportError(RuntimeError):
+class ExportError(LogmineError, RuntimeError):
     """The export cannot run (no store, no tasks, output not writable)."""
 
 

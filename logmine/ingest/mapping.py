@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import orjson
 
+from logmine.errors import LogmineError
 from logmine.ingest.injected import injected_kind
 from logmine.ingest.records import empty_event
 from logmine.ingest.tools import duration_seconds, output_text, parse_output, patch_input, shell_call
@@ -38,7 +39,7 @@ _EVENT_KINDS = {
 }
 
 
-class RecordShapeError(ValueError):
+class RecordShapeError(LogmineError, ValueError):
     """A record is valid JSON but its fields do not have the types its kind requires."""
 
 
@@ -132,7 +133,7 @@ class SessionMapper:
         _require(isinstance(obj.get("text"), str), "history entry without text")
         _require(isinstance(obj.get("session_id"), str), "history entry without session_id")
         ts = obj.get("ts")
-        when = datetime.fromtimestamp(ts, timezone.utc) if isinstance(ts, (int, float)) else None
+        when = datetime.fromtimestamp(ts, UTC) if isinstance(ts, (int, float)) else None
         ctx = _Ctx(line_no, offset, when, raw)
         self._emit(ctx, "user_message", "history", session_id=_str(obj.get("session_id")), role="user",
                    text=obj["text"], is_injected=False)
@@ -351,7 +352,7 @@ def _ts(value) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _content_text(content) -> str | None:

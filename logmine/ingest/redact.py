@@ -199,7 +199,7 @@ def _trie(words) -> str:
     flat alternation."""
     firsts = sorted({w[0] for w in words if w})
     alts = [re.escape(c) + _trie({w[1:] for w in words if w[:1] == c}) for c in firsts]
-    body = alts[0] if len(alts) == 1 else "(?:%s)" % "|".join(alts)
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
     return "" if not alts else f"(?:{body})?" if "" in words else body
 
 

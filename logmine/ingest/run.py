@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from logmine.errors import LogmineError
 from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.redact import Redactor
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.store import Store
 
-
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
 
-class NothingToIngest(RuntimeError):
+class NothingToIngest(LogmineError, RuntimeError):
     """No input path exists or none holds a session file."""
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from logmine.errors import LogmineError
+
 OPS = ("add", "delete", "update")
 _LINE_PREFIXES = (" ", "-", "+")
 
 
-class PatchError(ValueError):
+class PatchError(LogmineError, ValueError):
     """A patch that cannot be parsed or applied. The message says what and where.
 
     Parse errors read like Codex's own (``invalid patch: …`` or ``invalid hunk at line N, …``) and

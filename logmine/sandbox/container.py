@@ -24,8 +24,8 @@ from pathlib import Path
 
 from .hostview import under
 from .identity import Identity
-from .isolated import IsolatedSandbox
 from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env
+from .isolated import IsolatedSandbox
 from .limits import MIB, Limits
 from .process import Launched, spawn
 from .result import SandboxError

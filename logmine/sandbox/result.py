@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from logmine.errors import LogmineError
+
 
 @dataclass(frozen=True, slots=True)
 class CommandResult:
@@ -28,5 +30,5 @@ class CommandResult:
         return self.error is not None or self.timed_out
 
 
-class SandboxError(RuntimeError):
+class SandboxError(LogmineError, RuntimeError):
     """The sandbox could not be created or started at all (retryable infrastructure failure)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from logmine.errors import LogmineError
 from logmine.pipeline import load_pipeline
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.records import TASKS, VERIFIERS
@@ -41,7 +42,7 @@ WHERE source_path IN (SELECT unnest(?)) AND call_id IS NOT NULL
 """
 
 
-class NothingToSegment(RuntimeError):
+class NothingToSegment(LogmineError, RuntimeError):
     """The store holds no ingested sessions."""
 
 

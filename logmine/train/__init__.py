@@ -1,19 +1,4 @@
-"""Train stage: SFT with the ActObs loss on the token-level export (``logmine export sft``).
+"""Train stage: SFT with the ActObs loss (:mod:`.sft`) and multi-turn GRPO (:mod:`.grpo`).
 
-Names are loaded lazily (:mod:`logmine.lazy`), so importing the package does not import torch.
+Import from the modules: the package imports nothing, so reading a config does not import torch.
 """
-
-from logmine.lazy import lazy_exports
-
-_EXPORTS = {
-    "ConfigError": "logmine.train.config",
-    "SftTrainConfig": "logmine.train.config",
-    "load_config": "logmine.train.config",
-    "TrainError": "logmine.train.sft",
-    "TrainSummary": "logmine.train.sft",
-    "train_sft": "logmine.train.sft",
-    "actobs_loss": "logmine.train.loss",
-    "init_model": "logmine.train.tiny",
-}
-__all__ = sorted(_EXPORTS)
-__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -16,12 +16,14 @@ from typing import Any
 
 import yaml
 
+from logmine.errors import LogmineError
+
 NORMALISATIONS = ("example", "batch")
 SCHEDULES = ("cosine", "constant")
 DTYPES = ("fp32", "bf16")
 
 
-class ConfigError(ValueError):
+class ConfigError(LogmineError, ValueError):
     """A recipe or flag the trainer cannot use: unknown key, bad value, unreadable YAML."""
 
 

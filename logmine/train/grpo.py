@@ -55,8 +55,8 @@ from logmine.agent.rollout import ChatFormat, Rollout, run_rollouts
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
 from logmine.train.config import config_dict
 from logmine.train.grpo_config import GrpoTrainConfig, env_config, rollout_config
-from logmine.train.rl_loss import (group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights)
 from logmine.train.rl_batch import collate, micro_batches, sequences, token_logprobs
+from logmine.train.rl_loss import group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights
 from logmine.train.sft import TrainError, complete_checkpoints, lr_schedule, require_model_dir
 
 STATE = "trainer_state.pt"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+
 @dataclass
 class Sequence:
     ids: list[int]

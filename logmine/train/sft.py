@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from logmine.errors import LogmineError
 from logmine.train.config import SftTrainConfig, config_dict
 from logmine.train.data import TokenExample, collate, load_examples, step_batches
 from logmine.train.loss import actobs_loss, step_denominator, token_nll
@@ -41,7 +42,7 @@ from logmine.train.loss import actobs_loss, step_denominator, token_nll
 STATE = "trainer_state.pt"
 
 
-class TrainError(RuntimeError):
+class TrainError(LogmineError, RuntimeError):
     """The run cannot start: no data, no model, a run directory in use, nothing to resume, a missing
     optional dependency."""
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from logmine.errors import LogmineError
 from logmine.patch import FileOp
 from logmine.sandbox import Limits
 from logmine.segment.session import patch_applied
@@ -39,7 +40,7 @@ ORDER BY e.seq
 _CALLS_SQL = "SELECT call_id, exit_code, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
 
 
-class NothingToVerify(RuntimeError):
+class NothingToVerify(LogmineError, RuntimeError):
     """The store has no segmented tasks."""
 
 

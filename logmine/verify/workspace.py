@@ -17,13 +17,14 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from logmine.errors import LogmineError
 from logmine.patch import FileOp, PatchError, apply_patch
 
 _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost",
             "GIT_COMMITTER_NAME": "logmine", "GIT_COMMITTER_EMAIL": "logmine@localhost"}
 
 
-class NotRebuilt(Exception):
+class NotRebuilt(LogmineError):
     """The start state cannot be rebuilt; the message is the reason."""
 
 

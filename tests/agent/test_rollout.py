@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 import torch
+from rl_support import tiny_policy
 
 from logmine.agent import synthetic
 from logmine.agent.engines import HfEngine
@@ -15,7 +16,6 @@ from logmine.agent.env import EnvConfig
 from logmine.agent.rollout import RolloutConfig, run_rollouts
 from logmine.agent.tasks import load_tasks
 from logmine.train.grpo import load_policy
-from rl_support import tiny_policy
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 

@@ -10,6 +10,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
 # --------------------------------------------------------------------------
 # scripted Responses API
 # --------------------------------------------------------------------------
@@ -49,7 +50,7 @@ class MockResponsesServer:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------
-    def __enter__(self) -> "MockResponsesServer":
+    def __enter__(self) -> MockResponsesServer:
         self.start()
         return self
 

@@ -360,9 +360,9 @@ def test_secrets_redacted_everywhere(ingested: Ingested):
 def test_segment_matches_the_worked_repository(ingested: Ingested):
     from collections import Counter
 
-    from logmine.segment import SegmentConfig, segment
-
     import duckdb
+
+    from logmine.segment import SegmentConfig, segment
 
     ingested.con.close()  # one process may not hold the catalog read-only and read-write at once
     summary = segment(SegmentConfig(store=ingested.store))

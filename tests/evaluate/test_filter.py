@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from rl_support import submitter
 from typer.testing import CliRunner
 
 from logmine.cli import app
 from logmine.evaluate.filter import filter_tasks
 from logmine.evaluate.report import evaluate
 from logmine.evaluate.sampling import SAMPLES, SampleConfig, SamplingError
-from rl_support import submitter
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -78,7 +78,7 @@ def test_filter_resumes_from_the_tasks_already_sampled(task_set, tmp_path):
     (tmp_path / "f" / SAMPLES).write_text("\n".join(lines[:3]) + '\n{"task_id": "cut mid-li')  # interrupted
     filter_tasks(config(data, model, tmp_path / "f", samples=4))
     again = (tmp_path / "f" / SAMPLES).read_text().splitlines()
-    assert again[:3] == lines[:3] and sorted(json.loads(l)["task_id"] for l in again) == sorted(KINDS)
+    assert again[:3] == lines[:3] and sorted(json.loads(line)["task_id"] for line in again) == sorted(KINDS)
     with pytest.raises(SamplingError, match="holds a run with other settings"):
         filter_tasks(config(data, model, tmp_path / "f", samples=8))
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from export.tiny_tokenizer import CHATML_TOOLS, STRIP_THINK, tiny_tokenizer
 
 from logmine.export.render import ACTION, OBSERVATION, SOURCES, Renderer
-from export.tiny_tokenizer import CHATML_TOOLS, STRIP_THINK, tiny_tokenizer
 
 TOOL = {"type": "function", "function": {"name": "bash", "description": "Run a command.", "parameters": {
     "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}

@@ -11,15 +11,15 @@ import jsonschema
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
+from conftest import FIXTURES
 from export.tiny_tokenizer import STRIP_THINK, save_tiny_tokenizer, tiny_tokenizer
+from session_builder import SessionBuilder
+
 from logmine.export.sft import SftExportConfig, SftExportError, export_sft
 from logmine.ingest import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.store import Store, fetch_dicts
 from logmine.verify.records import VERIFICATIONS
-from conftest import FIXTURES
-from session_builder import SessionBuilder
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schemas" / "sft_example.schema.json").read_text())
 TESTS = "python3 -m unittest -q"

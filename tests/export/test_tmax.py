@@ -11,13 +11,13 @@ from pathlib import Path
 import jsonschema
 import pyarrow.parquet as pq
 import pytest
+from session_builder import SessionBuilder
 
 from logmine.export.tmax import SCHEMA, SUBMIT, TmaxExportConfig, export_tmax
 from logmine.ingest import IngestConfig, ingest
 from logmine.sandbox import open_sandbox
 from logmine.segment import SegmentConfig, segment
 from logmine.verify import VerifyConfig, verify
-from session_builder import SessionBuilder
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 

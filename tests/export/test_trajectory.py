@@ -6,8 +6,16 @@ import json
 
 import pytest
 
-from logmine.export.trajectory import (CANONICAL_TOOLS, EVENT_COLUMNS, SYSTEM_PROMPT, Drop, Trajectory,
-                                       TrajectoryOptions, build_trajectory, format_observation)
+from logmine.export.trajectory import (
+    CANONICAL_TOOLS,
+    EVENT_COLUMNS,
+    SYSTEM_PROMPT,
+    Drop,
+    Trajectory,
+    TrajectoryOptions,
+    build_trajectory,
+    format_observation,
+)
 
 TASK = {"task_id": "t-1", "prompt": "Fix add", "first_seq": 0, "cwd": "/repo"}
 PATCH = "*** Begin Patch\n*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b\n*** End Patch"

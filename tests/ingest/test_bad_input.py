@@ -6,8 +6,8 @@ import os
 
 import orjson
 import pytest
-
 from conftest import FIXTURES, query
+
 from logmine.ingest import IngestConfig, NothingToIngest, ingest
 
 GOOD = (FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl").__next__().read_bytes().splitlines()

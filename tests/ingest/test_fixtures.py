@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-
 from conftest import FIXTURES, query
 
 ALL_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".jsonl", ".json") and p.name != "scenario.json")

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from conftest import FIXTURES, query
+
 from logmine.ingest import IngestConfig, ingest
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))

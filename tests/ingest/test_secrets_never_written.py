@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
-
 from conftest import FIXTURES, query
+
 from logmine.ingest import IngestConfig, ingest
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))

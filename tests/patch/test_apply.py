@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from patch_support import REPO_ROOT, tree, wrap, write
 
 from logmine.patch import (
     Hunk,
@@ -23,9 +24,6 @@ from logmine.patch import (
     parse_patch,
 )
 from logmine.patch import _apply as apply_module
-
-from patch_support import REPO_ROOT, tree, wrap, write
-
 
 # --------------------------------------------------------------------------- apply_hunks
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from patch_support import BAD_HEADER, wrap
 
 from logmine.patch import (
     FileOp,
@@ -20,9 +21,6 @@ from logmine.patch import (
     render_patch,
     seek_sequence,
 )
-
-from patch_support import BAD_HEADER, wrap
-
 
 # --------------------------------------------------------------------------- parsing
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from patch_support import FIXTURES
 
 from logmine.patch import (
     PatchError,
@@ -20,9 +21,6 @@ from logmine.patch import (
     extract_patch,
     parse_patch,
 )
-
-from patch_support import FIXTURES
-
 
 # --------------------------------------------------------------------------- real patches from real logs
 

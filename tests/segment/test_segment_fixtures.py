@@ -7,8 +7,8 @@ import shutil
 import subprocess
 
 import pytest
-
 from conftest import FIXTURES, query
+
 from logmine.patch import apply_patch, parse_patch
 from logmine.segment import SegmentConfig, segment
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import query
+from session_builder import SessionBuilder
+
 from logmine.ingest import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
-from session_builder import SessionBuilder
 
 FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
 ADD_TEST = "*** Begin Patch\n*** Add File: tests/test_sub.py\n+from calc import sub\n+\n+def test_sub():\n+    assert sub(3, 1) == 2\n*** End Patch\n"

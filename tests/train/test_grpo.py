@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import torch
+from rl_support import solved_variant, submitter, tmax_dir
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
@@ -17,7 +18,6 @@ from logmine.cli import app
 from logmine.train.config import ConfigError, load_config
 from logmine.train.grpo import train_grpo
 from logmine.train.grpo_config import GrpoTrainConfig
-from rl_support import solved_variant, submitter, tmax_dir
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -76,8 +76,8 @@ def test_resume_reproduces_the_uninterrupted_run(real_tasks, tmp_path):
     train_grpo(grpo_config(data, model, tmp_path / "b", max_steps=2, save_every=1))
     resumed = train_grpo(grpo_config(data, model, tmp_path / "b", max_steps=3, save_every=1, resume=True))
     assert resumed.resumed_from == 2 and resumed.steps == 3
-    a = [json.loads(l) for l in (tmp_path / "a/metrics.jsonl").read_text().splitlines()]
-    b = [json.loads(l) for l in (tmp_path / "b/metrics.jsonl").read_text().splitlines()]
+    a = [json.loads(line) for line in (tmp_path / "a/metrics.jsonl").read_text().splitlines()]
+    b = [json.loads(line) for line in (tmp_path / "b/metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in b] == [1, 2, 3]
     for key in ("reward_mean", "groups_kept", "prompts_drawn", "grad_norm", "loss"):
         assert a[2][key] == pytest.approx(b[2][key], rel=1e-5, abs=1e-7), key

@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from logmine.train import ConfigError, SftTrainConfig, init_model, load_config, train_sft
+from logmine.train.config import ConfigError, SftTrainConfig, load_config
 from logmine.train.data import collate, load_examples
 from logmine.train.loss import actobs_loss, step_denominator, token_nll
-from logmine.train.sft import TrainError
+from logmine.train.sft import TrainError, train_sft
+from logmine.train.tiny import init_model
 
 RECIPE = Path(__file__).parents[2] / "train" / "sft-actobs.yaml"
 

@@ -8,11 +8,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import query
+from session_builder import SessionBuilder
+
 from logmine.ingest import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
-from session_builder import SessionBuilder
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 

@@ -1,7 +1,7 @@
 """Every table of the store, its view and its liveness rule, in one place.
 
-Each stage owns its schemas (``logmine/<stage>/records.py``); this module registers them with the
-store: which generation column a table's rows carry, which state table says which generations are
+The schemas live in :mod:`logmine.store.tables` (no stage is imported here); this module registers
+them with the store: which generation column a table's rows carry, which state table says which generations are
 live, and the derived views built on top.
 """
 
@@ -11,9 +11,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from logmine.ingest import records as ingest
-from logmine.segment import records as segment
-from logmine.verify import records as verify
+from logmine.store import tables as t
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,13 +26,13 @@ class TableSpec:
 
 TABLES: dict[str, TableSpec] = {
     # sessions is exposed raw; the public `sessions` view adds models and history sessions
-    "sessions": TableSpec(ingest.SESSIONS, "file_gen", "SELECT file_gen FROM files", "_sessions_raw"),
-    "events": TableSpec(ingest.EVENTS, "file_gen", "SELECT file_gen FROM files", "events"),
-    "quarantine": TableSpec(ingest.QUARANTINE, "file_gen", "SELECT file_gen FROM files", "quarantine"),
-    "tasks": TableSpec(segment.TASKS, "seg_gen", "SELECT seg_gen FROM segmented", "tasks"),
+    "sessions": TableSpec(t.SESSIONS, "file_gen", "SELECT file_gen FROM files", "_sessions_raw"),
+    "events": TableSpec(t.EVENTS, "file_gen", "SELECT file_gen FROM files", "events"),
+    "quarantine": TableSpec(t.QUARANTINE, "file_gen", "SELECT file_gen FROM files", "quarantine"),
+    "tasks": TableSpec(t.TASKS, "seg_gen", "SELECT seg_gen FROM segmented", "tasks"),
     # verifiers is exposed raw; the public `verifiers` view adds each candidate's verification status
-    "verifiers": TableSpec(segment.VERIFIERS, "seg_gen", "SELECT seg_gen FROM segmented", "_verifiers_raw"),
-    "verifications": TableSpec(verify.VERIFICATIONS, "verify_gen", "SELECT verify_gen FROM verified", "verifications"),
+    "verifiers": TableSpec(t.VERIFIERS, "seg_gen", "SELECT seg_gen FROM segmented", "_verifiers_raw"),
+    "verifications": TableSpec(t.VERIFICATIONS, "verify_gen", "SELECT verify_gen FROM verified", "verifications"),
 }
 
 STATE_DDL = (

@@ -5,7 +5,7 @@ Layout of ``DIR``::
     catalog.duckdb          state tables of the stages (``files``: one row per source file, how far it
                             was read; ``segmented``: which file state each session's tasks come from),
                             ``parts`` (the live Parquet files) and one view per table (see
-                            :mod:`logmine.catalog`)
+                            :mod:`logmine.store.catalog`)
     <table>/part-*.parquet  each row carries a generation (``file_gen``, ``seg_gen``): the version of
                             the unit (source file, segmented session) that produced it
 
@@ -27,7 +27,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from logmine.catalog import STATE_DDL, TABLES, VIEWS
+from logmine.errors import LogmineError
+from logmine.store.catalog import STATE_DDL, TABLES, VIEWS
 
 CATALOG = "catalog.duckdb"
 
@@ -35,7 +36,7 @@ _PARTS_DDL = "CREATE TABLE IF NOT EXISTS parts (table_name VARCHAR, path VARCHAR
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value BIGINT)"
 
 
-class StoreError(RuntimeError):
+class StoreError(LogmineError, RuntimeError):
     """The store cannot be opened or written (fatal for a run)."""
 
 

@@ -1,0 +1,154 @@
+"""The pyarrow schema of every stored table, below the store and every stage.
+
+Each stage writes rows of these shapes (its ``records`` module re-exports the ones it owns and adds
+its typed records); the store's catalog registers them. The JSON Schemas in ``schemas/`` mirror them
+(``tests/test_schemas.py`` keeps the two in step). JSON-valued columns (``start_state``, ``runs``,
+``files``, ``followups``) hold JSON text so the tables stay flat and readable from any Parquet reader;
+:mod:`logmine.segment.records` decodes them, in one place.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("ms", tz="UTC")
+
+# -- ingest ----------------------------------------------------------------------------------------
+
+SESSIONS = pa.schema(
+    [
+        ("session_id", pa.string()),
+        ("source_path", pa.string()),
+        ("format", pa.string()),
+        ("cli_version", pa.string()),
+        ("originator", pa.string()),
+        ("source", pa.string()),  # "cli", "exec", "vscode", "subagent:review", ...
+        ("parent_session_id", pa.string()),
+        ("forked_from_id", pa.string()),
+        ("model", pa.string()),  # from session_meta when present; the view fills it from turn_context
+        ("model_provider", pa.string()),
+        ("cwd", pa.string()),
+        ("git_commit", pa.string()),
+        ("git_branch", pa.string()),
+        ("git_repo_url", pa.string()),
+        ("started_at", TS),
+        ("instructions", pa.string()),
+        ("file_gen", pa.int64()),
+    ]
+)
+
+EVENTS = pa.schema(
+    [
+        ("session_id", pa.string()),
+        ("seq", pa.int64()),  # order within the session file, dense from 0
+        ("line_no", pa.int64()),  # 1-based line in the source (G0: item index + 1)
+        ("byte_offset", pa.int64()),
+        ("ts", TS),
+        ("turn_id", pa.string()),
+        ("kind", pa.string()),
+        ("record_type", pa.string()),  # original line kind, e.g. "response_item/function_call"
+        ("role", pa.string()),
+        ("text", pa.string()),
+        ("tool_name", pa.string()),
+        ("call_id", pa.string()),
+        ("arguments", pa.string()),  # JSON text (function calls) or raw input (custom tools)
+        ("command", pa.string()),  # shell command as one string, for shell-like tools
+        ("workdir", pa.string()),
+        ("exit_code", pa.int64()),
+        ("duration_s", pa.float64()),
+        ("exec_session_id", pa.string()),  # unified exec process still running / written to
+        ("status", pa.string()),
+        ("is_injected", pa.bool_()),
+        ("injected_kind", pa.string()),
+        ("patch_op", pa.string()),
+        ("path", pa.string()),
+        ("move_path", pa.string()),
+        ("model", pa.string()),
+        ("source_path", pa.string()),
+        ("format", pa.string()),
+        ("raw", pa.string()),
+        ("file_gen", pa.int64()),
+    ]
+)
+
+QUARANTINE = pa.schema(
+    [
+        ("source_path", pa.string()),
+        ("line_no", pa.int64()),  # null for a whole-file problem
+        ("byte_offset", pa.int64()),
+        ("reason", pa.string()),
+        ("excerpt", pa.string()),
+        ("file_gen", pa.int64()),
+    ]
+)
+
+# -- segment ---------------------------------------------------------------------------------------
+
+TASKS = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("session_id", pa.string()),
+        ("source_path", pa.string()),
+        ("index", pa.int64()),  # 0-based position of the task in its session
+        ("prompt", pa.string()),
+        ("followups", pa.string()),  # JSON list of follow-up messages folded into the task
+        ("first_seq", pa.int64()),
+        ("last_seq", pa.int64()),
+        ("n_tool_calls", pa.int64()),
+        ("n_failed_commands", pa.int64()),
+        ("files_touched", pa.list_(pa.string())),
+        ("started_at", TS),
+        ("ended_at", TS),
+        ("duration_s", pa.float64()),
+        ("aborted", pa.bool_()),
+        ("final_message", pa.string()),
+        ("has_final_message", pa.bool_()),
+        ("cwd", pa.string()),
+        ("start_state", pa.string()),  # JSON recipe to rebuild the workspace as the task began
+        ("rebuildable", pa.bool_()),
+        ("start_state_reason", pa.string()),  # why not rebuildable, when it is not
+        ("n_candidates", pa.int64()),
+        ("seg_gen", pa.int64()),
+    ]
+)
+
+VERIFIERS = pa.schema(
+    [
+        ("verifier_id", pa.string()),
+        ("task_id", pa.string()),
+        ("session_id", pa.string()),
+        ("kind", pa.string()),  # test_command | check_command | file_diff
+        ("mode", pa.string()),  # file_diff: exact | hunks
+        ("command", pa.string()),  # command kinds: the command as last run
+        ("workdir", pa.string()),
+        ("runs", pa.string()),  # JSON [{seq, exit_code}] for command kinds, in order
+        ("ran_after_last_edit", pa.bool_()),
+        ("fail_to_pass", pa.bool_()),
+        ("files", pa.string()),  # JSON: file_diff: the net change per file; test_command: test files
+        ("incomplete", pa.bool_()),
+        ("strength", pa.float64()),
+        ("tmax_kind", pa.string()),
+        ("seg_gen", pa.int64()),
+    ]
+)
+
+# -- verify ----------------------------------------------------------------------------------------
+
+VERIFICATIONS = pa.schema(
+    [
+        ("verifier_id", pa.string()),
+        ("task_id", pa.string()),
+        ("seg_gen", pa.int64()),  # the segmentation the candidate came from
+        ("status", pa.string()),
+        ("status_reason", pa.string()),
+        ("before_passed", pa.bool_()),  # None: unscored or not run
+        ("after_passed", pa.bool_()),
+        ("before_exit_code", pa.int64()),
+        ("after_exit_code", pa.int64()),
+        ("before_s", pa.float64()),
+        ("after_s", pa.float64()),
+        ("before_excerpt", pa.string()),
+        ("after_excerpt", pa.string()),
+        ("verify_gen", pa.int64()),
+    ]
+)
