@@ -19,7 +19,7 @@ from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.redact import Redactor
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
-from logmine.store import Store
+from logmine.store import DEFAULT_STORE, Store
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
@@ -33,7 +33,7 @@ class IngestConfig:
     """What ``logmine ingest`` reads and where it writes."""
 
     paths: tuple[Path, ...] = ()  # files or directories; empty means the Codex home defaults
-    store: Path = Path("logmine-store")
+    store: Path = DEFAULT_STORE
     max_line_bytes: int = 32 << 20  # longer lines are quarantined without being loaded
     batch_bytes: int = 64 << 20  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files

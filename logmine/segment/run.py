@@ -21,7 +21,7 @@ from logmine.segment.commands import CommandClassifier
 from logmine.segment.records import TASKS, VERIFIERS
 from logmine.segment.session import segment_session
 from logmine.segment.tasks import FollowupRules
-from logmine.store import CATALOG, Store, fetch_dicts
+from logmine.store import CATALOG, DEFAULT_STORE, Store, fetch_dicts
 
 BATCH_FILES = 200
 
@@ -48,7 +48,7 @@ class NothingToSegment(LogmineError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class SegmentConfig:
-    store: Path = Path("logmine-store")
+    store: Path = DEFAULT_STORE
     pipeline: Path | None = None  # overrides of logmine/pipelines/codex-default.toml [segment]
 
 

@@ -7,6 +7,6 @@
 Nothing here imports a stage package; every stage imports this one.
 """
 
-from logmine.store.core import CATALOG, Store, StoreError, fetch_dicts
+from logmine.store.core import CATALOG, DEFAULT_STORE, Store, StoreError, fetch_dicts
 
-__all__ = ["CATALOG", "Store", "StoreError", "fetch_dicts"]
+__all__ = ["CATALOG", "DEFAULT_STORE", "Store", "StoreError", "fetch_dicts"]

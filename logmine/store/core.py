@@ -31,6 +31,9 @@ from logmine.errors import LogmineError
 from logmine.store.catalog import STATE_DDL, TABLES, VIEWS
 
 CATALOG = "catalog.duckdb"
+#: Where a store lives when neither ``--store``, ``$LOGMINE_STORE`` nor a pipeline file says otherwise
+#: (``logmine/pipelines/codex-default.toml`` names the same directory; a test keeps them equal).
+DEFAULT_STORE = Path("logmine-store")
 
 _PARTS_DDL = "CREATE TABLE IF NOT EXISTS parts (table_name VARCHAR, path VARCHAR, gens BIGINT[])"
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value BIGINT)"

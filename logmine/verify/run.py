@@ -21,7 +21,7 @@ from logmine.errors import LogmineError
 from logmine.patch import FileOp
 from logmine.sandbox import Limits
 from logmine.segment.session import patch_applied
-from logmine.store import CATALOG, Store, fetch_dicts
+from logmine.store import CATALOG, DEFAULT_STORE, Store, fetch_dicts
 from logmine.verify.records import VERIFICATIONS
 from logmine.verify.task import TaskInput, TaskOutcome, VerifyOptions, verify_task
 
@@ -46,7 +46,7 @@ class NothingToVerify(LogmineError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class VerifyConfig:
-    store: Path = Path("logmine-store")
+    store: Path = DEFAULT_STORE
     repo_map: tuple[tuple[str, str], ...] = ()  # (old prefix, new prefix)
     jobs: int = 2
     backend: str = "bwrap"
