@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from logmine.errors import LogmineError
+try:
+    from logmine.errors import LogmineError
+except ImportError:  # inside a sandbox only logmine/patch is mounted (``python -m logmine.patch`` there)
+
+    class LogmineError(Exception):  # type: ignore[no-redef]
+        """Stand-in base where :mod:`logmine.errors` is not mounted."""
 
 OPS = ("add", "delete", "update")
 _LINE_PREFIXES = (" ", "-", "+")
