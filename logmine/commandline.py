@@ -1,0 +1,161 @@
+"""The simple commands a shell command line runs, as words: what executes, not what is quoted.
+
+``gh pr create --body "… uv run --with pytest pytest"`` runs ``gh``; the pytest inside the quoted
+body never runs. Segment recognises test commands, and environment detection the tools a session
+used, on the words this module returns rather than on the raw text.
+
+What it understands (enough for the commands agents send; an unparsable line gives no command):
+
+* lists and pipelines: ``a && b``, ``a || b``, ``a; b``, ``a | b``, ``a & b``, newlines;
+* shell wrappers, recursively: ``bash -lc '…'``, ``sh -c "…"``, ``zsh -c …``;
+* leading ``VAR=value`` assignments and ``env [-i] VAR=value cmd`` (the assignments are kept);
+* ``cd DIR`` changes the directory of the commands after it (relative to the line's own cwd);
+* ``source FILE`` / ``. FILE`` are commands of their own (``source .venv/bin/activate`` matters);
+* subshells and groups ``( … )`` / ``{ …; }`` are flattened; ``time``, ``exec``, ``command``,
+  ``nohup``, ``timeout N`` and ``xargs`` prefixes are skipped to the command they run.
+
+Not handled: command substitution (``$(…)`` stays one word), redirections beyond dropping the
+operator and its target, here-documents (their bodies are not commands), functions, control flow
+keywords (``if``/``for`` bodies are scanned as plain lists, which is what a recogniser wants).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+_SHELLS = {"bash", "sh", "zsh", "dash"}
+_PREFIXES = {"time", "exec", "command", "nohup", "builtin", "sudo"}
+_KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "in", "case", "esac",
+             "!", "{", "}", "(", ")"}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command the line executes: its words, its ``VAR=value`` prefix, and the ``cd`` before it."""
+
+    argv: tuple[str, ...]
+    assignments: tuple[str, ...] = ()
+    cd: str | None = None  # the directory ``cd`` moved to before it (joined, relative to the line's cwd)
+
+    @property
+    def program(self) -> str:
+        """The executable's base name (``.venv/bin/python`` → ``python``)."""
+        return self.argv[0].rsplit("/", 1)[-1] if self.argv else ""
+
+    @property
+    def text(self) -> str:
+        """The words joined by single spaces: what recognisers match against."""
+        return " ".join(self.argv)
+
+
+def simple_commands(line: str, _depth: int = 0) -> list[SimpleCommand]:
+    """The simple commands ``line`` runs, in order; ``[]`` when it does not parse."""
+    text = _HEREDOC.sub("\n", line).replace("\\\n", " ").replace("\n", " ; ")  # newlines end commands
+    words = _words(text)
+    if words is None or _depth > 4:
+        return []
+    found: list[SimpleCommand] = []
+    cd: str | None = None
+    for segment in _segments(words):
+        for command in _command(segment, _depth):
+            if command.program == "cd" and not command.argv[1:2] == ("-",):
+                target = command.argv[1] if len(command.argv) > 1 else "~"
+                cd = target if cd is None or target.startswith(("/", "~")) else f"{cd}/{target}"
+                continue
+            inner_cd = command.cd if command.cd is None or cd is None or command.cd.startswith("/") \
+                else f"{cd}/{command.cd}"
+            found.append(SimpleCommand(command.argv, command.assignments, inner_cd or cd))
+    return found
+
+
+def _words(line: str) -> list[str] | None:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError:  # an unclosed quote
+        return None
+
+
+def _segments(words: list[str]) -> list[list[str]]:
+    segments, current = [], []
+    for word in words:
+        if _is_operator(word) and not set(word) & set("<>"):
+            if current:
+                segments.append(current)
+            current = []
+        else:
+            current.append(word)
+    if current:
+        segments.append(current)
+    return segments
+
+
+def _command(words: list[str], depth: int) -> list[SimpleCommand]:
+    """One segment's command after prefixes, assignments and redirections; wrappers recurse."""
+    words = _drop_redirections(words)
+    while words and words[0] in _KEYWORDS:
+        words = words[1:]
+    assignments: list[str] = []
+    while words and _ASSIGNMENT.match(words[0]):
+        assignments.append(words.pop(0))
+    while words:
+        head = words[0].rsplit("/", 1)[-1]
+        if head in _PREFIXES:
+            words = words[1:]
+        elif head == "env":
+            words = words[1:]
+            while words and (words[0].startswith("-") or _ASSIGNMENT.match(words[0])):
+                if _ASSIGNMENT.match(words[0]):
+                    assignments.append(words[0])
+                words = words[1:]
+        elif head == "timeout":
+            words = [w for i, w in enumerate(words[1:]) if not (i == 0 or w.startswith("-") and i < 2)] \
+                if len(words) > 2 else []
+        elif head == "xargs":
+            words = [w for w in words[1:] if not w.startswith("-")]
+        else:
+            break
+    if not words:
+        return []
+    if words[0].rsplit("/", 1)[-1] in _SHELLS:
+        script = _shell_script(words[1:])
+        if script is not None:
+            return simple_commands(script, depth + 1)
+    return [SimpleCommand(tuple(words), tuple(assignments))]
+
+
+def _shell_script(args: list[str]) -> str | None:
+    """The script of ``bash [-opts] -c SCRIPT``; None when the shell runs a file or stdin."""
+    for i, arg in enumerate(args):
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            return args[i + 1] if i + 1 < len(args) else None
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
+def _is_operator(word: str) -> bool:
+    return bool(word) and set(word) <= set(";&|()<>")
+
+
+def _drop_redirections(words: list[str]) -> list[str]:
+    """Without ``>``, ``2>&1``, ``< in``… (the operator, its target and a file-descriptor number)."""
+    kept: list[str] = []
+    skip = False
+    for i, word in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        if _is_operator(word):  # only redirections are left in a segment
+            skip = True
+            continue
+        if word.isdigit() and i + 1 < len(words) and _is_operator(words[i + 1]):
+            continue  # the 2 of 2>&1
+        kept.append(word)
+    return kept

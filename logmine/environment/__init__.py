@@ -1,0 +1,5 @@
+"""Each task's software environment: what it needs (:mod:`.detect`) and how it is provided.
+
+Between segment and verify: verify detects a task's environment on its rebuilt start tree and
+provides it to the sandbox; export writes the same recipe into the bundle's Dockerfile.
+"""

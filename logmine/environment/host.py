@@ -1,0 +1,182 @@
+"""Provide a task's environment from this host: what the session used, bound read-only, and nothing else.
+
+The ``host`` way (the default with bubblewrap on the user's own machine) lends the replay what the
+developer's shell had when Codex ran:
+
+* the live repository's **git-ignored dependency directories** (``.venv``, ``venv``, ``node_modules``,
+  ``target``, ``vendor``, any ignored directory holding a ``pyvenv.cfg``), found with git's own ignore
+  rules and mounted into the rebuilt workspace at the same relative path;
+* the **interpreters and toolchains** those resolve to: a venv's base interpreter (``pyvenv.cfg``'s
+  ``home``), and the installation roots of the tools the commands ran, as this user's ``PATH``
+  resolves them (pyenv, asdf, nvm, volta, rustup, uv-managed Pythons, ``/opt/...``);
+* a ``PATH`` that resolves ``python3``, ``pytest``, ``node`` … as the user's shell did.
+
+Never the home directory itself and never a credential location (:data:`CREDENTIALS`): a bind that
+is one, holds one or lies inside one is refused and noted. System directories (``/usr``, ``/bin``…)
+are visible in every sandbox already and are not bound again.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logmine.environment.detect import Environment
+
+#: Names of git-ignored directories that hold a project's installed dependencies.
+DEPENDENCY_DIRS = (".venv", "venv", ".virtualenv", "virtualenv", "env", "node_modules", "target", "vendor",
+                   ".tox", ".nox", "__pypackages__", ".bundle", "bower_components", ".yarn", ".pnpm-store")
+#: Paths below $HOME that hold credentials or private history: never bound, never inside a bind.
+CREDENTIALS = (".ssh", ".aws", ".azure", ".config/gh", ".config/gcloud", ".config/hub", ".codex", ".claude",
+               ".netrc", ".pypirc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".docker", ".kube", ".gnupg",
+               ".git-credentials", ".gitconfig", ".bash_history", ".zsh_history", ".python_history",
+               ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst",
+               ".local/share/fish/fish_history", ".cargo/credentials", ".cargo/credentials.toml",
+               ".gem/credentials", ".terraform.d", ".vault-token", ".password-store", ".local/share/keyrings")
+#: Toolchain roots under $HOME: a tool resolved below one binds the whole root (shims need it).
+TOOLCHAIN_ROOTS = (".pyenv", ".asdf", ".nvm", ".volta", ".rustup", ".cargo/bin", ".local/share/uv/python",
+                   ".local/share/uv/tools", ".local/share/mise", ".local/share/pnpm", ".bun", ".deno", "go",
+                   ".sdkman", ".rbenv", ".goenv", ".nodenv", ".jenv", "miniconda3", "anaconda3", "mambaforge",
+                   "miniforge3", ".conda")
+SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/", "/etc/")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True, slots=True)
+class HostEnvironment:
+    """Read-only binds and a PATH for a sandbox, with what was refused and why."""
+
+    binds: tuple[tuple[str, str], ...] = ()  # (host path, path inside the sandbox)
+    path: str = DEFAULT_PATH
+    notes: tuple[str, ...] = ()  # refused binds, unresolved tools
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"PATH": self.path}
+
+
+@dataclass
+class _Plan:
+    home: Path
+    binds: dict[str, str] = field(default_factory=dict)
+    path: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def bind(self, host: Path, inside: str) -> bool:
+        reason = refusal(host, self.home)
+        if reason:
+            self.notes.append(f"not bound: {host} ({reason})")
+            return False
+        if str(host).startswith(SYSTEM) or not host.exists():
+            return True
+        if any(str(host).startswith(b + "/") or str(host) == b for b in self.binds):
+            return True  # inside a root bound already
+        self.binds[str(host)] = inside
+        return True
+
+
+def refusal(path: Path, home: Path) -> str | None:
+    """Why ``path`` may not be bound into a sandbox, or None."""
+    path = Path(os.path.abspath(path))
+    if path == home or path in home.parents or path == Path("/"):
+        return "the home directory or above"
+    for entry in CREDENTIALS:
+        secret = home / entry
+        if path == secret or secret in path.parents:
+            return f"credentials: ~/{entry}"
+        if path in secret.parents and secret.exists():
+            return f"holds credentials: ~/{entry}"
+    return None
+
+
+def dependency_dirs(repo: Path) -> list[str]:
+    """The repository's git-ignored dependency directories, relative to its root."""
+    try:
+        listing = subprocess.run(
+            ["git", "-C", str(repo), "ls-files", "--others", "--ignored", "--exclude-standard", "--directory",
+             "--no-empty-directory"], capture_output=True, text=True, timeout=60, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    found = []
+    for line in listing.splitlines():
+        rel = line.rstrip("/")
+        if not line.endswith("/") or not rel:
+            continue
+        if any(rel.startswith(f + "/") for f in found):
+            continue
+        if Path(rel).name in DEPENDENCY_DIRS or (repo / rel / "pyvenv.cfg").is_file():
+            found.append(rel)
+    return sorted(found)
+
+
+def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user_path: str | None = None,
+                     home: Path | None = None) -> HostEnvironment:
+    """What to bind for ``env``: ``repo`` is the live repository, ``mount_at`` its path in the sandbox."""
+    plan = _Plan(home=Path(home or os.path.expanduser("~")).resolve())
+    user_path = os.environ.get("PATH", DEFAULT_PATH) if user_path is None else user_path
+    venv_bins: list[str] = []
+    for rel in dependency_dirs(repo) if repo is not None else []:
+        host = repo / rel
+        if plan.bind(host, f"{mount_at.rstrip('/')}/{rel}") and (host / "pyvenv.cfg").is_file():
+            _bind_base_interpreter(plan, host)
+            venv_bins.append(f"{mount_at.rstrip('/')}/{rel}/bin")
+    for tool in env.tools:
+        _bind_tool(plan, tool, user_path)
+    for interpreter in env.interpreters:
+        if interpreter.startswith(("/", "~")):
+            _bind_install(plan, Path(os.path.expanduser(interpreter)))
+    path = [p for p in plan.path if p not in venv_bins]
+    # a venv the session never activated still wins for bare `pytest`/`python`, as an activated shell did
+    path = venv_bins + path + [p for p in DEFAULT_PATH.split(":") if p not in path]
+    return HostEnvironment(binds=tuple(sorted(plan.binds.items())), path=":".join(dict.fromkeys(path)),
+                           notes=tuple(plan.notes))
+
+
+def _bind_base_interpreter(plan: _Plan, venv: Path) -> None:
+    try:
+        config = (venv / "pyvenv.cfg").read_text(errors="replace")
+    except OSError:
+        return
+    for line in config.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            _bind_install(plan, Path(value.strip()) / "python")
+    python = venv / "bin" / "python"
+    if python.exists():
+        _bind_install(plan, python)
+
+
+def _bind_tool(plan: _Plan, tool: str, user_path: str) -> None:
+    found = shutil.which(tool, path=user_path)
+    if found is None:
+        plan.notes.append(f"{tool}: not on this host's PATH")
+        return
+    directory = str(Path(found).parent)
+    _bind_install(plan, Path(found))
+    if directory not in plan.path:
+        plan.path.append(directory)
+
+
+def _bind_install(plan: _Plan, program: Path) -> None:
+    """Bind the installation ``program`` belongs to (through its links), not just the file."""
+    for candidate in dict.fromkeys([program, Path(os.path.realpath(program))]):
+        if str(candidate).startswith(SYSTEM):
+            continue  # visible in every sandbox
+        root = _install_root(candidate, plan.home)
+        if root is not None:
+            plan.bind(root, str(root))
+
+
+def _install_root(program: Path, home: Path) -> Path | None:
+    for entry in TOOLCHAIN_ROOTS:
+        root = home / entry
+        if program == root or root in program.parents:
+            return root
+    if home in program.parents:  # e.g. ~/.local/bin/uv: the file alone
+        return program
+    if program.parent.name == "bin" and program.parent.parent != Path("/"):
+        return program.parent.parent  # /opt/python3.12/bin/python → /opt/python3.12
+    return program.parent

@@ -1,0 +1,95 @@
+"""Host environments: the session's venv, node_modules and toolchains are bound; credentials never."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logmine.environment.detect import Environment, detect
+from logmine.environment.host import CREDENTIALS, dependency_dirs, host_environment, refusal
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A real repository whose dependencies live in git-ignored .venv and node_modules."""
+    repo = tmp_path / "proj"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / ".gitignore").write_text(".venv/\nnode_modules/\n*.log\n")
+    (repo / "requirements.txt").write_text("leftpad==1.0\n")
+    (repo / "package.json").write_text('{"name": "p", "scripts": {"test": "node t.js"}}\n')
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / ".venv")], check=True)
+    (repo / "node_modules" / "left-pad").mkdir(parents=True)
+    (repo / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1\n")
+    (repo / "debug.log").write_text("x\n")
+    _git(repo, "add", ".")
+    return repo
+
+
+def test_dependency_dirs_follow_gitignore(project):
+    assert dependency_dirs(project) == [".venv", "node_modules"]
+
+
+def test_venv_and_node_modules_are_mounted_at_the_workspace_path(project):
+    env = detect(project, [".venv/bin/python -m pytest -q", "npm test"])
+    host = host_environment(env, project, "/home/dev/proj")
+    binds = dict(host.binds)
+    assert binds[str(project / ".venv")] == "/home/dev/proj/.venv"
+    assert binds[str(project / "node_modules")] == "/home/dev/proj/node_modules"
+    assert host.path.split(":")[0] == "/home/dev/proj/.venv/bin"
+    base = Path(os.path.realpath(sys.executable))
+    if not str(base).startswith(("/usr/", "/bin/")):  # a pyenv/uv/opt interpreter: its installation is bound
+        assert any(str(base).startswith(src) for src in binds), (base, binds)
+
+
+def test_tools_resolve_through_the_users_path(tmp_path):
+    home = tmp_path / "home"
+    shims = home / ".pyenv" / "shims"
+    shims.mkdir(parents=True)
+    (shims / "pytest").write_text("#!/bin/sh\n")
+    (shims / "pytest").chmod(0o755)
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("secret\n")
+    env = Environment(tools=("pytest",))
+    host = host_environment(env, None, "/workspace", user_path=f"{shims}:/usr/bin", home=home)
+    assert dict(host.binds) == {str(home / ".pyenv"): str(home / ".pyenv")}
+    assert host.path.split(":")[0] == str(shims)
+    missing = host_environment(Environment(tools=("nosuchtool",)), None, "/w", user_path="/usr/bin", home=home)
+    assert missing.binds == () and "nosuchtool: not on this host's PATH" in missing.notes
+
+
+@pytest.mark.parametrize("entry", CREDENTIALS)
+def test_credential_locations_are_never_bound(tmp_path, entry):
+    home = tmp_path / "home"
+    secret = home / entry
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("token\n")
+    assert refusal(secret, home) == f"credentials: ~/{entry}"
+    assert refusal(secret.parent, home) is not None  # holds it (or is the home)
+    assert refusal(home, home) == "the home directory or above"
+    # a toolchain placed inside a credential directory is refused, with a note
+    inside = secret.parent / "bin" / "tool" if secret.parent != home else None
+    if inside is not None:
+        inside.parent.mkdir(parents=True, exist_ok=True)
+        inside.write_text("#!/bin/sh\n")
+        inside.chmod(0o755)
+        host = host_environment(Environment(tools=("tool",)), None, "/w", user_path=str(inside.parent), home=home)
+        assert not any(src == str(home) or str(secret).startswith(src) for src, _ in host.binds)
+
+
+def test_the_home_directory_is_never_bound(tmp_path):
+    home = tmp_path / "home"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "node").write_text("#!/bin/sh\n")
+    (home / "bin" / "node").chmod(0o755)
+    host = host_environment(Environment(tools=("node",)), None, "/w", user_path=str(home / "bin"), home=home)
+    assert all(src != str(home) for src, _ in host.binds)
+    assert dict(host.binds) == {str(home / "bin" / "node"): str(home / "bin" / "node")}

@@ -1,0 +1,182 @@
+"""The package's shape, pinned: imports point down the stack, no import cycle, files and functions small.
+
+The layers, bottom first (``docs/architecture.md`` draws them): a module may import its own package
+and any package of a lower layer, never one of a higher layer or another package of its own layer.
+Imports inside functions count too (they are how heavy dependencies are deferred, not a way around
+the layering); only module-level imports count for cycles, since those are the ones that run at import.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "logmine"
+
+# package (first component below logmine) -> layer; equal numbers are siblings that must not meet
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "patch": 1, "redact": 1, "demo": 1, "config": 1, "commandline": 1,
+    "store": 2, "sandbox": 2, "pipeline": 2,
+    "ingest": 3,
+    "segment": 4, "environment": 4,
+    "verify": 5,
+    "export": 6,
+    "agent": 7,
+    "train": 8, "evaluate": 8,
+    "run": 9,
+    "cli": 10, "__main__": 11,
+}
+STAGES = ("ingest", "segment", "verify", "export", "agent", "train", "evaluate", "run", "cli")
+MAX_FILE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        if "demo" in path.relative_to(ROOT).parts[:1]:
+            continue
+        parts = ("logmine",) + path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _package(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(module: str, path: Path, top_level_only: bool) -> set[str]:
+    """The logmine modules ``module`` imports (a ``from pkg import name`` of a submodule counts as it)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    if top_level_only:  # module level includes try/if blocks, not function or class bodies
+        nodes = [n for stmt in tree.body for n in ast.walk(stmt)
+                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        nodes = [n for n in nodes if not _under_type_checking(tree, n)]
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("logmine")}
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, path, node)
+            if not target.startswith("logmine"):
+                continue
+            subs = {f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in MODULES}
+            found |= subs or {target}
+    return {m for m in found if m in MODULES and m != module}
+
+
+def _under_type_checking(tree: ast.Module, target: ast.AST) -> bool:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
+            if any(n is target for n in ast.walk(stmt)):
+                return True
+    return False
+
+
+def test_every_package_has_a_layer():
+    packages = {_package(m) for m in MODULES if _package(m)}
+    assert packages <= set(LAYERS), f"give these packages a layer in LAYERS: {sorted(packages - set(LAYERS))}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down(module):
+    here = _package(module)
+    if here is None:
+        return
+    bad = []
+    for target in _imports(module, MODULES[module], top_level_only=False):
+        there = _package(target)
+        if there is None or there == here:
+            continue
+        if LAYERS[there] >= LAYERS[here]:
+            bad.append(f"{target} (layer {LAYERS[there]} ≥ {LAYERS[here]})")
+    assert not bad, f"{module} imports upward or sideways: {bad}"
+
+
+def test_store_imports_no_stage():
+    for module, path in MODULES.items():
+        if _package(module) == "store":
+            stages = {t for t in _imports(module, path, top_level_only=False) if _package(t) in STAGES}
+            assert not stages, f"{module} imports stage modules {sorted(stages)}"
+
+
+def test_no_import_cycle():
+    graph = {m: _imports(m, p, top_level_only=True) for m, p in MODULES.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert not cycles, f"module-level import cycles: {cycles}"
+
+
+def test_files_and_functions_are_small():
+    too_long = []
+    for path in MODULES.values():
+        text = path.read_text()
+        if text.count("\n") >= MAX_FILE_LINES:
+            too_long.append(f"{path.relative_to(ROOT.parent)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length >= MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.name}: {length} lines")
+    assert not too_long, too_long
+
+
+def test_the_layering_test_sees_a_violation(tmp_path):
+    """The checker itself can fail: a store module importing a stage is reported."""
+    path = tmp_path / "bad.py"
+    path.write_text("from logmine.segment import records\n\ndef f():\n    import logmine.cli\n")
+    MODULES["logmine.store._probe"] = path
+    try:
+        found = _imports("logmine.store._probe", path, top_level_only=False)
+        top = _imports("logmine.store._probe", path, top_level_only=True)
+    finally:
+        del MODULES["logmine.store._probe"]
+    assert "logmine.segment.records" in found and "logmine.cli" in found
+    assert "logmine.cli" not in top
