@@ -59,9 +59,9 @@ class HostEnvironment:
 
 
 @dataclass
-class _Plan:
+class BindPlan:
     home: Path
-    binds: dict[str, str] = field(default_factory=dict)
+    binds: dict[str, str] = field(default_factory=dict)  # destination inside -> host source
     path: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -72,10 +72,14 @@ class _Plan:
             return False
         if str(host).startswith(SYSTEM) or not host.exists():
             return True
-        if any(str(host).startswith(b + "/") or str(host) == b for b in self.binds):
+        if any(inside.startswith(d + "/") or inside == d for d in self.binds):
             return True  # inside a root bound already
-        self.binds[str(host)] = inside
+        self.binds[inside] = str(host)
         return True
+
+    def result(self, path: str) -> HostEnvironment:
+        binds = tuple((src, dst) for dst, src in sorted(self.binds.items()))
+        return HostEnvironment(binds=binds, path=path, notes=tuple(self.notes))
 
 
 def refusal(path: Path, home: Path) -> str | None:
@@ -115,13 +119,13 @@ def dependency_dirs(repo: Path) -> list[str]:
 def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user_path: str | None = None,
                      home: Path | None = None) -> HostEnvironment:
     """What to bind for ``env``: ``repo`` is the live repository, ``mount_at`` its path in the sandbox."""
-    plan = _Plan(home=Path(home or os.path.expanduser("~")).resolve())
+    plan = BindPlan(home=Path(home or os.path.expanduser("~")).resolve())
     user_path = os.environ.get("PATH", DEFAULT_PATH) if user_path is None else user_path
     venv_bins: list[str] = []
     for rel in dependency_dirs(repo) if repo is not None else []:
         host = repo / rel
         if plan.bind(host, f"{mount_at.rstrip('/')}/{rel}") and (host / "pyvenv.cfg").is_file():
-            _bind_base_interpreter(plan, host)
+            bind_base_interpreter(plan, host)
             venv_bins.append(f"{mount_at.rstrip('/')}/{rel}/bin")
     for tool in env.tools:
         _bind_tool(plan, tool, user_path)
@@ -131,11 +135,10 @@ def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user
     path = [p for p in plan.path if p not in venv_bins]
     # a venv the session never activated still wins for bare `pytest`/`python`, as an activated shell did
     path = venv_bins + path + [p for p in DEFAULT_PATH.split(":") if p not in path]
-    return HostEnvironment(binds=tuple(sorted(plan.binds.items())), path=":".join(dict.fromkeys(path)),
-                           notes=tuple(plan.notes))
+    return plan.result(":".join(dict.fromkeys(path)))
 
 
-def _bind_base_interpreter(plan: _Plan, venv: Path) -> None:
+def bind_base_interpreter(plan: BindPlan, venv: Path) -> None:
     try:
         config = (venv / "pyvenv.cfg").read_text(errors="replace")
     except OSError:
@@ -145,11 +148,11 @@ def _bind_base_interpreter(plan: _Plan, venv: Path) -> None:
         if key.strip() == "home" and value.strip():
             _bind_install(plan, Path(value.strip()) / "python")
     python = venv / "bin" / "python"
-    if python.exists():
-        _bind_install(plan, python)
+    if python.exists():  # the interpreter the venv's link resolves to, not the venv itself
+        _bind_install(plan, Path(os.path.realpath(python)))
 
 
-def _bind_tool(plan: _Plan, tool: str, user_path: str) -> None:
+def _bind_tool(plan: BindPlan, tool: str, user_path: str) -> None:
     found = shutil.which(tool, path=user_path)
     if found is None:
         plan.notes.append(f"{tool}: not on this host's PATH")
@@ -160,7 +163,7 @@ def _bind_tool(plan: _Plan, tool: str, user_path: str) -> None:
         plan.path.append(directory)
 
 
-def _bind_install(plan: _Plan, program: Path) -> None:
+def _bind_install(plan: BindPlan, program: Path) -> None:
     """Bind the installation ``program`` belongs to (through its links), not just the file."""
     for candidate in dict.fromkeys([program, Path(os.path.realpath(program))]):
         if str(candidate).startswith(SYSTEM):

@@ -1,0 +1,136 @@
+"""Build a :class:`~.recipe.Recipe` once, with network, and reuse it offline: a prefix or an image.
+
+* :func:`build_prefix` (bubblewrap): the recipe's steps run on the host, in
+  ``<cache>/<key>/tree`` holding the tree's manifests; the dependency directories they leave are
+  bound read-only into replays. The build happens in place (venv scripts record their absolute
+  path), under a lock, and a ``.complete`` marker written last makes a half-built prefix a rebuild.
+* :func:`build_image` (Docker/Podman): ``<engine> build --network host`` of the recipe's Dockerfile
+  over a context holding only the manifests, tagged ``logmine-env:<key>``.
+
+Both raise :class:`EnvironmentUnavailable` with the reason (no network, a failing step): the task is
+then ``unscored`` with that reason, never ``fails_after``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from logmine.environment.host import DEFAULT_PATH, BindPlan, HostEnvironment, bind_base_interpreter
+from logmine.environment.recipe import Recipe
+from logmine.errors import LogmineError
+
+BUILD_TIMEOUT_S = 900.0
+_LOG_TAIL = 600
+_FAILED: dict[str, str] = {}
+
+
+class EnvironmentUnavailable(LogmineError):
+    """The environment cannot be provided (offline build, failing step, no engine): the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """A built environment: where it is, whether this call built it, and how long that took."""
+
+    where: str  # a prefix directory or an image tag
+    cached: bool
+    seconds: float
+
+
+def cache_root() -> Path:
+    """``$LOGMINE_CACHE`` or ``$XDG_CACHE_HOME/logmine`` (else ``~/.cache/logmine``), ``envs/`` below it."""
+    base = os.environ.get("LOGMINE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "logmine")
+    return Path(base) / "envs"
+
+
+def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S) -> Built:
+    """The prefix for ``recipe`` (built now from ``tree``'s manifests unless cached)."""
+    root = (cache or cache_root()) / recipe.key
+    done = root / ".complete"
+    started = time.monotonic()
+    if done.exists():
+        return Built(str(root / "tree"), True, 0.0)
+    if str(root) in _FAILED:  # one failing build (offline, say) per process, not one per task
+        raise EnvironmentUnavailable(_FAILED[str(root)])
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():  # another process built it while this one waited
+            return Built(str(root / "tree"), True, time.monotonic() - started)
+        work = root / "tree"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        for rel in recipe.inputs:
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tree / rel, work / rel)
+        env = {**os.environ, "PIP_NO_INPUT": "1", "npm_config_update_notifier": "false",
+               "PATH": os.environ.get("PATH", DEFAULT_PATH)}
+        env.pop("VIRTUAL_ENV", None)
+        try:
+            _run(["sh", "-c", recipe.script()], work, env, timeout_s, "prefix build")
+        except EnvironmentUnavailable as exc:
+            _FAILED[str(root)] = str(exc)
+            raise
+        done.write_text(recipe.base_image + "\n")
+    return Built(str(work), False, time.monotonic() - started)
+
+
+def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvironment:
+    """Binds and PATH for replaying in a built prefix: its dependency directories at the workspace's
+    paths (and at their own, where venv scripts point), and the interpreter its venv was made from."""
+    plan = BindPlan(home=Path(os.path.expanduser("~")).resolve())
+    path: list[str] = []
+    for rel in recipe.outputs:
+        host = prefix / rel
+        if not host.exists():
+            continue
+        plan.binds[f"{mount_at.rstrip('/')}/{rel}"] = str(host)
+        plan.binds[str(host)] = str(host)  # where the venv's scripts point
+        if (host / "pyvenv.cfg").is_file():
+            bind_base_interpreter(plan, host)
+            path.append(f"{mount_at.rstrip('/')}/{rel}/bin")
+    return plan.result(":".join(path + [DEFAULT_PATH]))
+
+
+def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = BUILD_TIMEOUT_S) -> Built:
+    """The image for ``recipe`` (``logmine-env:<key>``), built with ``engine`` unless present."""
+    tag = f"logmine-env:{recipe.key}"
+    started = time.monotonic()
+    if shutil.which(engine) is None:
+        raise EnvironmentUnavailable(f"{engine} is not installed")
+    present = subprocess.run([engine, "image", "exists", tag] if engine == "podman" else
+                             [engine, "image", "inspect", tag], capture_output=True)
+    if present.returncode == 0:
+        return Built(tag, True, 0.0)
+    with tempfile.TemporaryDirectory(prefix="logmine-envbuild-") as context:
+        seeds = Path(context) / "seeds"
+        for rel in recipe.inputs:
+            (seeds / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(tree / rel, seeds / rel)
+        seeds.mkdir(exist_ok=True)
+        lines = recipe.dockerfile().splitlines()[:-1]  # without the final copy of the whole start state
+        (Path(context) / "Dockerfile").write_text("\n".join(lines) + "\n")
+        _run([engine, "build", "--network", "host", "-q", "-t", tag, context], Path(context), dict(os.environ),
+             timeout_s, f"{engine} build")
+    return Built(tag, False, time.monotonic() - started)
+
+
+def _run(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str) -> None:
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise EnvironmentUnavailable(f"{what} timed out after {timeout_s:.0f} s") from exc
+    except OSError as exc:
+        raise EnvironmentUnavailable(f"{what} could not start: {exc.strerror}") from exc
+    if done.returncode != 0:
+        tail = " ".join((done.stderr or done.stdout).split())[-_LOG_TAIL:]
+        raise EnvironmentUnavailable(f"{what} failed (exit {done.returncode}): {tail}")

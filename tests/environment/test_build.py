@@ -1,0 +1,75 @@
+"""Built environments: recipes from manifests, a real prefix build from the package registry, its cache."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from logmine.environment.build import EnvironmentUnavailable, build_prefix, prefix_environment
+from logmine.environment.detect import Environment, detect
+from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
+
+
+def test_recipe_from_requirements_and_pytest(tmp_path):
+    (tmp_path / "requirements.txt").write_text("iniconfig==2.0.0\n")
+    env = detect(tmp_path, [".venv/bin/python -m pytest -q"])
+    recipe = recipe_for(env, tmp_path)
+    assert recipe.base_image == PYTHON_IMAGE and recipe.outputs == (".venv",) and recipe.inputs == ("requirements.txt",)
+    assert recipe.steps[0] == "python3 -m venv .venv" and "-r requirements.txt" in recipe.steps[1]
+    assert "pytest" in recipe.steps[-1]
+    dockerfile = recipe.dockerfile()
+    assert dockerfile.splitlines()[0] == f"FROM {PYTHON_IMAGE}"
+    assert dockerfile.index("COPY seeds/requirements.txt") < dockerfile.index("RUN python3 -m venv")
+    assert dockerfile.rstrip().endswith("COPY seeds/ /workspace/")
+    (tmp_path / "requirements.txt").write_text("iniconfig==2.0.0\nsix\n")
+    assert recipe_for(env, tmp_path).key != recipe.key  # manifests' contents are in the key
+
+
+def test_recipe_from_pyproject_and_node(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["attrs>=23"]\n'
+                                             '[project.optional-dependencies]\ntest = ["pytest"]\n')
+    steps = recipe_for(detect(tmp_path, ["python -m pytest"]), tmp_path).steps
+    assert any("attrs>=23" in s and "pytest" in s for s in steps)
+    node = tmp_path / "web"
+    node.mkdir()
+    (node / "package.json").write_text("{}")
+    (node / "package-lock.json").write_text("{}")
+    recipe = recipe_for(detect(node, ["npm test"]), node)
+    assert recipe.base_image == NODE_IMAGE and recipe.steps == ("npm ci --no-audit --no-fund",)
+    with pytest.raises(NoRecipe, match="nothing to install"):
+        recipe_for(Environment(), tmp_path)
+    (tmp_path / "go.mod").write_text("module x\ngo 1.22\n")
+    with pytest.raises(NoRecipe, match="go"):
+        recipe_for(Environment(languages=("go",), manifests=("go.mod",)), tmp_path)
+
+
+@pytest.mark.slow
+def test_prefix_build_from_the_registry_then_cached(tmp_path):
+    (tmp_path / "requirements.txt").write_text("iniconfig==2.0.0\n")
+    recipe = recipe_for(detect(tmp_path, [".venv/bin/python -m unittest"]), tmp_path)
+    try:
+        built = build_prefix(recipe, tmp_path, cache=tmp_path / "cache")
+    except EnvironmentUnavailable as exc:  # offline: the reason is the result
+        assert "prefix build failed" in str(exc)
+        pytest.skip(f"package registry not reachable: {exc}")
+    assert not built.cached
+    venv = tmp_path / "cache" / recipe.key / "tree" / ".venv"
+    assert subprocess.run([venv / "bin" / "python", "-c", "import iniconfig"]).returncode == 0
+    started = time.monotonic()
+    again = build_prefix(recipe, tmp_path, cache=tmp_path / "cache")
+    assert again.cached and again.where == built.where and time.monotonic() - started < 0.5
+    host = prefix_environment(recipe, venv.parent, "/home/dev/proj")
+    assert (str(venv), "/home/dev/proj/.venv") in host.binds and (str(venv), str(venv)) in host.binds
+    assert host.path.startswith("/home/dev/proj/.venv/bin:")
+
+
+def test_a_failing_build_is_a_reason(tmp_path):
+    (tmp_path / "requirements.txt").write_text("this-package-does-not-exist-logmine==0.0.1\n")
+    recipe = recipe_for(detect(tmp_path, ["python -m unittest"]), tmp_path)
+    with pytest.raises(EnvironmentUnavailable, match="prefix build failed"):
+        build_prefix(recipe, tmp_path, cache=tmp_path / "cache", timeout_s=120)
+    assert not (tmp_path / "cache" / recipe.key / ".complete").exists()
+    with pytest.raises(EnvironmentUnavailable):  # remembered: not rebuilt for every task of the run
+        build_prefix(recipe, tmp_path, cache=tmp_path / "cache")
