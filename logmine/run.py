@@ -21,6 +21,7 @@ from logmine.export.tmax import TmaxExportConfig, TmaxExportSummary, export_tmax
 from logmine.ingest.run import IngestConfig, IngestSummary, ingest
 from logmine.pipeline import load_pipeline
 from logmine.segment.run import SegmentConfig, SegmentSummary, segment
+from logmine.store import Store
 from logmine.verify.run import VerifyConfig, VerifySummary, verify
 
 
@@ -48,7 +49,11 @@ Stage = Callable[[str], None]  # told the name of each stage as it starts
 
 
 def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary:
-    """Run every stage; stage errors propagate (each stage's typed error)."""
+    """Run every stage; stage errors propagate (each stage's typed error).
+
+    The pipeline file is read once, here, and each stage is handed its settings; the store is
+    opened once, after ingest (which opens it itself), for segment, verify and the exports.
+    """
     settings = load_pipeline(config.pipeline)
     stage = on_stage or (lambda name: None)
     ing, exp, ver = settings["ingest"], settings["export"], settings["verify"]
@@ -63,23 +68,24 @@ def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary
         stage("ingest")
         ingested = ingest(IngestConfig(paths=paths, store=store, max_line_bytes=ing["max_line_mb"] << 20,
                                        batch_bytes=ing["batch_mb"] << 20))
-        stage("segment")
-        segmented = segment(SegmentConfig(store=store, pipeline=config.pipeline))
-        stage("verify")
-        verified = verify(VerifyConfig(store=store, repo_map=tuple(repo_map.items()), jobs=ver["jobs"],
-                                       backend=ver["backend"], timeout_s=ver["timeout_s"]))
-        summary = RunSummary(store, out, ingested, segmented, verified)
-        summary.outputs["store"] = store
-        if exp["sft"]:
-            stage("export sft")
-            summary.sft = export_sft(SftExportConfig(store=store, out=out / "sft", min_verifier=exp["min_verifier"],
-                                                     overwrite=True))
-            summary.outputs["sft"] = out / "sft"
-        if exp["tmax"]:
-            stage("export tmax")
-            summary.tmax = export_tmax(TmaxExportConfig(store=store, out=out / "tmax", repo_map=tuple(repo_map.items()),
-                                                        include_unvalidated=exp["include_unvalidated"]))
-            summary.outputs["tmax"] = out / "tmax"
+        with Store(store) as opened:
+            stage("segment")
+            segmented = segment(SegmentConfig(store=store, settings=settings["segment"]), store=opened)
+            stage("verify")
+            verified = verify(VerifyConfig.from_settings(ver, store, repo_map), store=opened)
+            summary = RunSummary(store, out, ingested, segmented, verified)
+            summary.outputs["store"] = store
+            if exp["sft"]:
+                stage("export sft")
+                sft = SftExportConfig(store=store, out=out / "sft", min_verifier=exp["min_verifier"], overwrite=True)
+                summary.sft = export_sft(sft, store=opened)
+                summary.outputs["sft"] = out / "sft"
+            if exp["tmax"]:
+                stage("export tmax")
+                tmax = TmaxExportConfig(store=store, out=out / "tmax", repo_map=tuple(repo_map.items()),
+                                        include_unvalidated=exp["include_unvalidated"])
+                summary.tmax = export_tmax(tmax, store=opened)
+                summary.outputs["tmax"] = out / "tmax"
     return summary
 
 

@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -44,6 +45,8 @@ from logmine.export.trajectory import (
     TrajectoryOptions,
     build_trajectory,
 )
+from logmine.pipeline import load_pipeline
+from logmine.segment.records import NoTasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
 MIN_VERIFIER = ("validated", "candidate", "any")
@@ -92,11 +95,15 @@ class SftExportError(LogmineError, RuntimeError):
     directory that is not empty."""
 
 
+class NothingToExport(SftExportError, NoTasks):
+    """The store has no tasks: ``logmine segment`` has not run."""
+
+
 @dataclass(frozen=True, slots=True)
 class SftExportConfig:
     store: Path
     out: Path
-    min_verifier: str = "validated"  # validated | candidate | any
+    min_verifier: str = load_pipeline()["export"]["min_verifier"]  # validated | candidate | any
     tools: str = "canonical"  # canonical (bash + apply_patch, the sandbox harness's tools) | raw (Codex's own)
     reasoning: str = "drop"  # drop | summary (reasoning summaries as reasoning_content)
     system_prompt: str = SYSTEM_PROMPT  # "" for no system message
@@ -128,11 +135,14 @@ class SftExportSummary:
     elapsed_s: float = 0.0
 
 
-def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | None = None) -> SftExportSummary:
+def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | None = None, *,
+               store: Store | None = None) -> SftExportSummary:
     """Export the store's tasks as an SFT dataset directory at ``config.out``; ``progress(done,
-    total)`` is called with tasks processed so far. Raises :class:`SftExportError`."""
+    total)`` is called with tasks processed so far. ``store``: an already-open store, else
+    ``config.store`` is opened read-only. Raises :class:`SftExportError` (:class:`NothingToExport`
+    without tasks)."""
     started = time.monotonic()
-    _check(config)
+    _check(config, has_store=store is not None)
     renderer = _renderer(config) if config.tokenizer else None
     summary = SftExportSummary(out=config.out)
     options = TrajectoryOptions(config.tools, config.reasoning, config.system_prompt)
@@ -146,7 +156,7 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
                        config.shard_rows)
         tokens = _Shards(staging / "tokens", "tokens", token_table, config.shard_rows) if renderer else None
         rejects: list[dict] = []
-        with _open_store(config.store) as store:
+        with nullcontext(store) if store is not None else _open_store(config.store) as store:
             tasks = _tasks(store)
             summary.tasks = len(tasks)
             selected = []
@@ -183,7 +193,7 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
     return summary
 
 
-def _check(config: SftExportConfig) -> None:
+def _check(config: SftExportConfig, has_store: bool) -> None:
     for name, value, allowed in (("min_verifier", config.min_verifier, MIN_VERIFIER),
                                  ("tools", config.tools, TOOL_MODES), ("reasoning", config.reasoning, REASONING_MODES),
                                  ("on_unstable", config.on_unstable, UNSTABLE_MODES)):
@@ -191,7 +201,7 @@ def _check(config: SftExportConfig) -> None:
             raise SftExportError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
     if not 0 <= config.lam <= 1:
         raise SftExportError(f"lambda must be between 0 and 1, got {config.lam}")
-    if not (config.store / CATALOG).exists():
+    if not has_store and not (config.store / CATALOG).exists():
         raise SftExportError(f"no logmine store at {config.store}")
     if config.out.exists() and (not config.out.is_dir() or any(config.out.iterdir())) and not config.overwrite:
         raise SftExportError(f"output directory {config.out} is not empty")
@@ -217,7 +227,7 @@ def _tasks(store: Store) -> list[dict]:
     except duckdb.Error as exc:
         raise SftExportError(f"cannot read the tasks of {store.root}: {str(exc).splitlines()[0]}") from exc
     if not tasks:
-        raise SftExportError(f"no tasks in {store.root}")
+        raise NothingToExport.in_store(store.root)
     return tasks
 
 

@@ -16,20 +16,20 @@ import tarfile
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import jsonschema
-import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.ingest.redact import Redactor
+from logmine.pipeline import load_pipeline
+from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
-from logmine.verify.run import load_task
-from logmine.verify.task import TaskInput
 from logmine.verify.workspace import NotRebuilt, read_inside, rebuild
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
@@ -57,16 +57,23 @@ ROW_SCHEMA = pa.schema([
 ])
 
 
+_DEFAULTS = load_pipeline()  # the packaged pipeline's values are the defaults
+
+
 class ExportError(LogmineError, RuntimeError):
     """The export cannot run (no store, no tasks, output not writable)."""
+
+
+class NothingToExport(ExportError, NoTasks):
+    """The store has no tasks: ``logmine segment`` has not run."""
 
 
 @dataclass(frozen=True, slots=True)
 class TmaxExportConfig:
     store: Path
     out: Path
-    repo_map: tuple[tuple[str, str], ...] = ()
-    include_unvalidated: bool = False
+    repo_map: tuple[tuple[str, str], ...] = tuple(_DEFAULTS["verify"]["repo_map"].items())
+    include_unvalidated: bool = _DEFAULTS["export"]["include_unvalidated"]
     image: str = "python:3.11-slim"
     env_name: str = "swerl_vanillux_sandbox"
     source: str = "logmine"
@@ -86,33 +93,37 @@ class TmaxExportSummary:
     out: Path | None = None
 
 
-def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] | None = None) -> TmaxExportSummary:
+def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] | None = None, *,
+                store: Store | None = None) -> TmaxExportSummary:
     """Write ``OUT/data/train-00000-of-00001.parquet``, ``OUT/tasks/<task_id>/``,
-    ``OUT/task-data.tar.gz`` and ``OUT/README.md``."""
-    if not (config.store / CATALOG).exists():
+    ``OUT/task-data.tar.gz`` and ``OUT/README.md``. ``store``: an already-open store, else
+    ``config.store`` is opened. Raises :class:`ExportError` (:class:`NothingToExport` without tasks)."""
+    if store is None and not (config.store / CATALOG).exists():
         raise ExportError(f"no logmine store at {config.store}")
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     summary, redactor, rows = TmaxExportSummary(out=config.out), Redactor(), []
     tasks_dir = config.out / "tasks"
-    try:
-        tasks_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ExportError(f"cannot write to {config.out}: {exc.strerror}") from exc
-    with Store(config.store) as store:
-        tasks = fetch_dicts(store.con.execute("SELECT * FROM tasks ORDER BY source_path, index"))
+    with nullcontext(store) if store is not None else Store(config.store) as store:
+        tasks = read_tasks(store)
+        if not tasks:
+            raise NothingToExport.in_store(store.root)
+        try:
+            tasks_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ExportError(f"cannot write to {config.out}: {exc.strerror}") from exc
         calls: dict[str, dict] = {}
         for done, task in enumerate(tasks, 1):
             item = load_task(store, task, calls)
             statuses = fetch_dicts(store.con.execute(
                 "SELECT verifier_id, status FROM verifiers WHERE task_id = ? AND seg_gen = ?",
-                [task["task_id"], task["seg_gen"]]))
+                [task.task_id, task.seg_gen]))
             status = {s["verifier_id"]: s["status"] for s in statuses}
             row, reason = _export_task(item, status, config, tasks_dir, redactor, summary)
             if row is not None:
                 errors = sorted(e.message for e in validator.iter_errors(row))
                 if errors:
                     reason = f"invalid row: {errors[0]}"
-                    shutil.rmtree(tasks_dir / task["task_id"], ignore_errors=True)
+                    shutil.rmtree(tasks_dir / task.task_id, ignore_errors=True)
                 else:
                     rows.append(row)
             if reason:
@@ -127,18 +138,17 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
 def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConfig, tasks_dir: Path,
                  redactor: Redactor, summary: TmaxExportSummary) -> tuple[dict | None, str | None]:
     task = item.task
-    validated = [c for c in item.candidates if status.get(c["verifier_id"]) == "validated"]
+    validated = [c for c in item.candidates if status.get(c.verifier_id) == "validated"]
     candidates = validated or (item.candidates if config.include_unvalidated else [])
     if not candidates:
         return None, "no validated verifier" if item.candidates else "no verifier candidate"
-    verifier = min(candidates, key=lambda c: (_KIND_RANK[c["kind"]], -c["strength"], c["mode"] or ""))
+    verifier = min(candidates, key=lambda c: (_KIND_RANK[c.kind], -c.strength, c.mode or ""))
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
-            state = rebuild(orjson.loads(task["start_state"]), item.prior_ops, dict(config.repo_map),
-                            Path(tmp) / "start")
+            state = rebuild(task.start_state, item.prior_ops, dict(config.repo_map), Path(tmp) / "start")
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
-        target = tasks_dir / task["task_id"]
+        target = tasks_dir / task.task_id
         shutil.rmtree(target, ignore_errors=True)
         left_out = bundle.write_seeds(state.path, target / "environment" / "seeds", redactor)
         summary.left_out_files += len(left_out)
@@ -146,24 +156,24 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         scratch = Path(tmp) / "scratch"
         shutil.copytree(state.path, scratch, symlinks=True)
         solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
-        end = {p: read_inside(scratch / rel, p) for c in item.candidates if c["kind"] in ("file_diff", "test_command")
-               for p in (f["path"] for f in orjson.loads(c["files"] or "[]"))}
-    instruction = _USER.format(prompt=task["prompt"], where="" if rel == "." else f"/{rel}")
+        end = {p: read_inside(scratch / rel, p) for c in item.candidates
+               for p in [*(d.path for d in c.diffs), *(t.path for t in c.hidden_tests)]}
+    instruction = _USER.format(prompt=task.prompt, where="" if rel == "." else f"/{rel}")
     _write_bundle(target, verifier, instruction, rel, solve, end, config, task)
     unvalidated = not validated
     summary.unvalidated += unvalidated
     row = {
         "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}],
-        "ground_truth": task["task_id"],
+        "ground_truth": task.task_id,
         "dataset": "passthrough",
-        "env_config": {"env_name": config.env_name, "image": config.image, "task_id": task["task_id"]},
+        "env_config": {"env_name": config.env_name, "image": config.image, "task_id": task.task_id},
         "source": config.source + (":unvalidated" if unvalidated else ""),
     }
     return row, None
 
 
-def _write_bundle(target: Path, verifier: dict, instruction: str, rel: str, solve: str,
-                  end: dict[str, str | None], config: TmaxExportConfig, task: dict) -> None:
+def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
+                  end: dict[str, str | None], config: TmaxExportConfig, task: Task) -> None:
     files = {
         "instruction.md": instruction + "\n",
         "task.toml": _task_toml(config, task, verifier),
@@ -171,12 +181,12 @@ def _write_bundle(target: Path, verifier: dict, instruction: str, rel: str, solv
         "tests/test.sh": bundle.test_sh(verifier, rel),
         "solution/solve.sh": solve,
     }
-    if verifier["kind"] == "file_diff":
+    if verifier.kind == "file_diff":
         files["tests/grade_files.py"], files["tests/expected.json"] = bundle.grade_files(verifier, end)
-    for hidden in orjson.loads(verifier["files"] or "[]") if verifier["kind"] == "test_command" else []:
-        text = hidden["content"] if hidden.get("content") is not None else end.get(hidden["path"])
+    for hidden in verifier.hidden_tests:
+        text = hidden.content if hidden.content is not None else end.get(hidden.path)
         if text is not None:  # a changed test file the log has no text for: its replayed end state
-            files[os.path.normpath(os.path.join("tests/hidden", rel, hidden["path"]))] = text
+            files[os.path.normpath(os.path.join("tests/hidden", rel, hidden.path))] = text
     for name, text in files.items():
         path = target / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -185,11 +195,11 @@ def _write_bundle(target: Path, verifier: dict, instruction: str, rel: str, solv
             path.chmod(0o755)
 
 
-def _task_toml(config: TmaxExportConfig, task: dict, verifier: dict) -> str:
+def _task_toml(config: TmaxExportConfig, task: Task, verifier: Candidate) -> str:
     return (
         'version = "1.0"\n\n[metadata]\n'
-        f'task_id = "{task["task_id"]}"\nsource = "{config.source}"\nverifier_kind = "{verifier["kind"]}"\n'
-        f'tmax_kind = "{verifier["tmax_kind"]}"\n\n'
+        f'task_id = "{task.task_id}"\nsource = "{config.source}"\nverifier_kind = "{verifier.kind}"\n'
+        f'tmax_kind = "{verifier.tmax_kind}"\n\n'
         f"[agent]\ntimeout_sec = {float(config.agent_timeout_s)}\n\n"
         f"[verifier]\ntimeout_sec = {float(config.verifier_timeout_s)}\n\n"
         f'[environment]\ndocker_image = "{config.image}"\ncpus = {config.cpus}\nmemory_mb = {config.memory_mb}\n'

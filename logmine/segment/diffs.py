@@ -26,16 +26,6 @@ class FileChange:
     added: Counter = field(default_factory=Counter)
     removed: Counter = field(default_factory=Counter)
 
-    def to_dict(self) -> dict:
-        return {
-            "path": self.path,
-            "op": self.op,
-            "move_from": self.move_from,
-            "content": self.content,
-            "added": sorted(self.added.elements()),
-            "removed": sorted(self.removed.elements()),
-        }
-
 
 class SessionFiles:
     """File texts known so far in a session (files its patches created), carried across its tasks."""

@@ -1,14 +1,322 @@
-"""Canonical records of the segment stage: tasks and their verifier candidates.
+"""Canonical records of the segment stage, typed: tasks, their start-state recipes and verifier candidates.
 
-JSON-valued columns (``start_state``, ``runs``, ``files``, ``followups``) hold JSON text so the
-tables stay flat and readable from any Parquet reader; their shapes are documented in
-``schemas/tasks.schema.json`` and ``schemas/verifiers.schema.json`` and in ``docs/segment.md``.
+The stored tables stay flat (:mod:`logmine.store.tables`): JSON-valued columns (``start_state``,
+``runs``, ``files``, ``followups``) hold JSON text so any Parquet reader can read them. This module
+is the one place that encodes and decodes them: :meth:`Task.from_row` / :meth:`Task.to_row` and
+:meth:`Candidate.from_row` / :meth:`Candidate.to_row`. Every later stage (verify, export) reads
+tasks through :func:`read_tasks` and :func:`load_task` and works on these records, never on row
+dicts. The JSON shapes are documented in ``schemas/tasks.schema.json``,
+``schemas/verifiers.schema.json`` and ``docs/segment.md``.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from logmine.errors import LogmineError
+from logmine.patch import FileOp
+from logmine.store import Store, fetch_dicts
 from logmine.store.tables import TASKS, VERIFIERS  # noqa: F401 - this stage's tables
 
 VERIFIER_KINDS = ("test_command", "check_command", "file_diff")
 TMAX_KINDS = ("test_pass", "exact_text", "metric_threshold")
+_PATCH_SUCCESS = ("Success", "Done!")
 
+
+class NoTasks(LogmineError, RuntimeError):
+    """A stage that reads tasks (verify, export) ran before there were any: segment first.
+
+    Each such stage raises its own subclass (also its own error type) made by :meth:`in_store`.
+    """
+
+    @classmethod
+    def in_store(cls, store: Path) -> NoTasks:
+        return cls(f"no tasks in {store}", "run `logmine segment` first")
+
+
+def _json(value) -> str:
+    return orjson.dumps(value).decode()
+
+
+# -- the start state -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Repo:
+    """Where the session worked, as its metadata recorded it."""
+
+    cwd: str | None = None
+    git_repo_url: str | None = None
+    git_commit: str | None = None
+    git_branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PriorPatch:
+    """A successful apply_patch call of an earlier task of the session (replayed onto the commit)."""
+
+    task_index: int
+    seq: int
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartState:
+    """How to rebuild the workspace as a task began (``tasks.start_state``, decoded)."""
+
+    repo: Repo = Repo()
+    ghost_commit: str | None = None  # Codex's snapshot commit of the turn, when it took one
+    prior_patches: tuple[PriorPatch, ...] = ()
+    method: str | None = None  # ghost_snapshot | git_commit+patches | None (not rebuildable)
+
+    @property
+    def commit(self) -> str | None:
+        """The commit to start from: the turn's snapshot, else the session's recorded commit."""
+        return self.ghost_commit or self.repo.git_commit
+
+    @classmethod
+    def from_row(cls, row: dict) -> StartState:
+        """From the decoded JSON object of ``tasks.start_state``."""
+        return cls(Repo(**(row.get("repo") or {})), row.get("ghost_commit"),
+                   tuple(PriorPatch(**p) for p in row.get("prior_patches") or ()), row.get("method"))
+
+    def to_row(self) -> dict:
+        """The JSON object stored (as text) in ``tasks.start_state``."""
+        return {"repo": asdict(self.repo), "ghost_commit": self.ghost_commit,
+                "prior_patches": [asdict(p) for p in self.prior_patches], "method": self.method}
+
+
+# -- tasks -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One row of ``tasks``: a genuine user request and the work it caused."""
+
+    task_id: str
+    session_id: str | None
+    source_path: str
+    index: int  # 0-based position of the task in its session
+    prompt: str
+    first_seq: int
+    last_seq: int
+    start_state: StartState
+    rebuildable: bool
+    followups: tuple[str, ...] = ()  # follow-up messages folded into the task
+    n_tool_calls: int = 0
+    n_failed_commands: int = 0
+    files_touched: tuple[str, ...] = ()
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    duration_s: float | None = None
+    aborted: bool = False
+    final_message: str | None = None
+    has_final_message: bool = False
+    cwd: str | None = None
+    start_state_reason: str | None = None  # why not rebuildable, when it is not
+    n_candidates: int = 0
+    seg_gen: int | None = None  # set when the segmentation is committed
+
+    @classmethod
+    def from_row(cls, row: dict) -> Task:
+        """From a ``tasks`` row (columns beyond the table's, as a query may add, are ignored)."""
+        values = {f.name: row[f.name] for f in fields(cls) if f.name in row}
+        values["start_state"] = StartState.from_row(orjson.loads(row["start_state"]))
+        values["followups"] = tuple(orjson.loads(row["followups"])) if row.get("followups") else ()
+        values["files_touched"] = tuple(row.get("files_touched") or ())
+        return cls(**values)
+
+    def to_row(self) -> dict:
+        """The ``tasks`` row, JSON columns encoded."""
+        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        row["start_state"] = _json(self.start_state.to_row())
+        row["followups"] = _json(list(self.followups)) if self.followups else None
+        row["files_touched"] = list(self.files_touched)
+        return row
+
+
+# -- verifier candidates ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One run of a candidate's command in the session."""
+
+    seq: int
+    exit_code: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileDiff:
+    """A file's net change over a task (a ``file_diff`` candidate's ``files`` entry)."""
+
+    path: str
+    op: str  # add | update | delete
+    move_from: str | None = None
+    content: str | None = None  # end-of-task text when the log holds it
+    added: tuple[str, ...] = ()  # lines added (net), sorted
+    removed: tuple[str, ...] = ()  # lines removed (net), sorted
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "op": self.op, "move_from": self.move_from, "content": self.content,
+                "added": list(self.added), "removed": list(self.removed)}
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenTest:
+    """A test file the task changed (a ``test_command`` candidate's ``files`` entry): graded with
+    its end-of-task content, which is None when the log does not hold it."""
+
+    path: str
+    content: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One row of ``verifiers``: a verifier candidate of a task (see :mod:`logmine.segment.verifiers`).
+
+    The ``files`` column decodes into ``diffs`` (``file_diff``) or ``hidden_tests`` (``test_command``).
+    """
+
+    verifier_id: str
+    task_id: str
+    session_id: str | None
+    kind: str  # test_command | check_command | file_diff
+    strength: float
+    tmax_kind: str
+    mode: str | None = None  # file_diff: exact | hunks
+    command: str | None = None  # command kinds: the command as last run
+    workdir: str | None = None
+    runs: tuple[Run, ...] | None = None  # command kinds, in order
+    ran_after_last_edit: bool | None = None
+    fail_to_pass: bool | None = None
+    diffs: tuple[FileDiff, ...] = ()
+    hidden_tests: tuple[HiddenTest, ...] = ()
+    incomplete: bool = False
+    seg_gen: int | None = None
+
+    @classmethod
+    def from_row(cls, row: dict) -> Candidate:
+        """From a ``verifiers`` row (the view's verification columns are ignored)."""
+        values = {f.name: row[f.name] for f in fields(cls) if f.name in row}
+        if row["runs"] is not None:
+            values["runs"] = tuple(Run(**r) for r in orjson.loads(row["runs"]))
+        files = orjson.loads(row["files"]) if row["files"] else []
+        if row["kind"] == "file_diff":
+            values["diffs"] = tuple(FileDiff(**{**f, "added": tuple(f["added"]), "removed": tuple(f["removed"])})
+                                    for f in files)
+        else:
+            values["hidden_tests"] = tuple(HiddenTest(**f) for f in files)
+        return cls(**values)
+
+    def to_row(self) -> dict:
+        """The ``verifiers`` row, JSON columns encoded."""
+        row = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("diffs", "hidden_tests")}
+        row["runs"] = None if self.runs is None else _json([asdict(r) for r in self.runs])
+        if self.kind == "file_diff":
+            row["files"] = _json([d.to_dict() for d in self.diffs])
+        else:
+            row["files"] = _json([asdict(t) for t in self.hidden_tests]) if self.hidden_tests else None
+        return row
+
+
+# -- reading them back -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One replayable action of a task: a shell command, or a successful apply_patch call's ops."""
+
+    seq: int
+    kind: str  # command | patch
+    call_id: str | None
+    command: str | None = None
+    workdir: str | None = None
+    ops: tuple[FileOp, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInput:
+    """A task with everything verify and export need to rebuild and replay it."""
+
+    task: Task
+    candidates: tuple[Candidate, ...]
+    actions: tuple[Action, ...]
+    prior_ops: tuple[tuple[FileOp, ...], ...]  # earlier tasks' patches, applied onto the start commit
+
+
+_ACTIONS_SQL = """
+SELECT e.seq, e.kind, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
+FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ? AND e.kind IN ('tool_call', 'patch')
+ORDER BY e.seq
+"""
+_PRIOR_SQL = """
+SELECT call_id, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
+ORDER BY seq
+"""
+_CALLS_SQL = "SELECT call_id, exit_code, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
+
+
+def read_tasks(store: Store, sql: str = "SELECT * FROM tasks ORDER BY source_path, index",
+               params: list | None = None) -> list[Task]:
+    """The tasks a query over ``tasks`` returns (``SELECT t.* ...``), as records."""
+    return [Task.from_row(row) for row in fetch_dicts(store.con.execute(sql, params or []))]
+
+
+def read_candidates(store: Store, task: Task) -> tuple[Candidate, ...]:
+    """The candidates of the task's current segmentation."""
+    rows = fetch_dicts(store.con.execute("SELECT * FROM _verifiers_raw WHERE task_id = ? AND seg_gen = ?",
+                                         [task.task_id, task.seg_gen]))
+    return tuple(Candidate.from_row(row) for row in rows)
+
+
+def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
+    """A task with its candidates, replayable actions and the earlier patches its start state needs.
+
+    ``calls_by_file`` caches each session file's tool calls across the tasks of one run.
+    Interactive ``write_stdin`` polls are not actions; a patch that did not apply is not either.
+    """
+    con, path = store.con, task.source_path
+    cache = {} if calls_by_file is None else calls_by_file
+    if path not in cache:
+        cache[path] = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [path]))}
+    calls = cache[path]
+    prior = [p.call_id for p in task.start_state.prior_patches]
+    by_call: dict[str, list[FileOp]] = {}
+    if prior:
+        for row in fetch_dicts(con.execute(_PRIOR_SQL, [path, prior])):
+            by_call.setdefault(row["call_id"], []).append(_op(row["arguments"]))
+    events = fetch_dicts(con.execute(_ACTIONS_SQL, [path, task.first_seq, task.last_seq]))
+    patched = {e["call_id"] for e in events if e["kind"] == "patch"}
+    actions: list[Action] = []
+    for event in events:
+        if event["kind"] == "patch":
+            if not patch_applied(calls.get(event["call_id"])):
+                continue
+            if actions and actions[-1].kind == "patch" and actions[-1].call_id == event["call_id"]:
+                last = actions.pop()
+                actions.append(Action(last.seq, "patch", last.call_id, ops=(*last.ops, _op(event["arguments"]))))
+            else:
+                actions.append(Action(event["seq"], "patch", event["call_id"], ops=(_op(event["arguments"]),)))
+        elif event["command"] and event["call_id"] not in patched and event["tool_name"] != "write_stdin":
+            actions.append(Action(event["seq"], "command", event["call_id"], command=event["command"],
+                                  workdir=event["workdir"]))
+    return TaskInput(task, read_candidates(store, task), tuple(actions),
+                     tuple(tuple(by_call[c]) for c in prior if c in by_call))
+
+
+def _op(arguments: str) -> FileOp:
+    return FileOp.from_dict(orjson.loads(arguments))
+
+
+def patch_applied(call: dict | None) -> bool:
+    """Did the apply_patch call (its ``tool_calls`` row) succeed? Without an output, it did not."""
+    if call is None:
+        return False
+    if call["exit_code"] is not None:
+        return call["exit_code"] == 0
+    return (call["output"] or "").lstrip().startswith(_PATCH_SUCCESS)

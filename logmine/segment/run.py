@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
@@ -18,7 +19,7 @@ import pyarrow as pa
 from logmine.errors import LogmineError
 from logmine.pipeline import load_pipeline
 from logmine.segment.commands import CommandClassifier
-from logmine.segment.records import TASKS, VERIFIERS
+from logmine.segment.records import TASKS, VERIFIERS, Task
 from logmine.segment.session import segment_session
 from logmine.segment.tasks import FollowupRules
 from logmine.store import CATALOG, DEFAULT_STORE, Store, fetch_dicts
@@ -50,6 +51,11 @@ class NothingToSegment(LogmineError, RuntimeError):
 class SegmentConfig:
     store: Path = DEFAULT_STORE
     pipeline: Path | None = None  # overrides of logmine/pipelines/codex-default.toml [segment]
+    settings: dict | None = None  # the [segment] settings, already loaded (``pipeline`` is then not read)
+
+    def segment_settings(self) -> dict:
+        """The ``[segment]`` settings: as given, else read from the pipeline (the default's values)."""
+        return self.settings if self.settings is not None else load_pipeline(self.pipeline)["segment"]
 
 
 @dataclass
@@ -65,19 +71,23 @@ class SegmentSummary:
     elapsed_s: float = 0.0
 
 
-def segment(config: SegmentConfig, progress: Callable[[int, int], None] | None = None) -> SegmentSummary:
-    """Segment the store's changed sessions; returns what this run did."""
+def segment(config: SegmentConfig, progress: Callable[[int, int], None] | None = None, *,
+            store: Store | None = None) -> SegmentSummary:
+    """Segment the store's changed sessions; returns what this run did.
+
+    ``store``: an already-open store (``logmine run`` opens it once); else ``config.store`` is opened.
+    """
     started = time.monotonic()
-    settings = load_pipeline(config.pipeline)["segment"]
+    settings = config.segment_settings()
     rules, classifier = FollowupRules(settings), CommandClassifier(settings)
-    if not (config.store / CATALOG).exists():
+    if store is None and not (config.store / CATALOG).exists():
         raise NothingToSegment(f"no logmine store at {config.store}")
     summary = SegmentSummary()
-    with Store(config.store) as store:
+    with nullcontext(store) if store is not None else Store(config.store) as store:
         con = store.con
         summary.sessions_seen = con.execute("SELECT count(*) FROM files WHERE format IN ('g0','g1','g2')").fetchone()[0]
         if not summary.sessions_seen:
-            raise NothingToSegment(f"no ingested sessions in {config.store}")
+            raise NothingToSegment(f"no ingested sessions in {store.root}")
         todo = con.execute(_TODO_SQL).fetchall()
         for start in range(0, len(todo), BATCH_FILES):
             batch = todo[start:start + BATCH_FILES]
@@ -107,12 +117,8 @@ def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, class
         seg_gen = store.new_gen()
         session = by_path.get(path) or {"session_id": None, "source_path": path}
         result = segment_session(session, events[path], calls[path], rules, classifier)
-        for row in result.tasks:
-            row["seg_gen"] = seg_gen
-        for row in result.verifiers:
-            row["seg_gen"] = seg_gen
-        tasks += result.tasks
-        verifiers += result.verifiers
+        tasks += [replace(task, seg_gen=seg_gen).to_row() for task in result.tasks]
+        verifiers += [replace(candidate, seg_gen=seg_gen).to_row() for candidate in result.verifiers]
         state.append((path, file_gen, consumed, seg_gen, len(result.tasks), result.no_task_reason))
         _account(summary, result)
     store.commit({"tasks": pa.Table.from_pylist(tasks, schema=TASKS),
@@ -124,17 +130,17 @@ def _account(summary: SegmentSummary, result) -> None:
     if result.no_task_reason:
         summary.no_task_reasons[result.no_task_reason.split(" of ")[0]] += 1
     summary.tasks += len(result.tasks)
-    summary.candidates.update(v["kind"] for v in result.verifiers)
-    summary.fail_to_pass += sum(bool(v["fail_to_pass"]) for v in result.verifiers)
-    summary.not_rebuildable += sum(not t["rebuildable"] for t in result.tasks)
+    summary.candidates.update(v.kind for v in result.verifiers)
+    summary.fail_to_pass += sum(bool(v.fail_to_pass) for v in result.verifiers)
+    summary.not_rebuildable += sum(not t.rebuildable for t in result.tasks)
     for task in result.tasks:
-        if not task["n_candidates"]:
+        if not task.n_candidates:
             summary.without_candidate[_why_no_candidate(task)] += 1
 
 
-def _why_no_candidate(task: dict) -> str:
-    if not task["n_tool_calls"]:
+def _why_no_candidate(task: Task) -> str:
+    if not task.n_tool_calls:
         return "no tool call"
-    if task["aborted"]:
+    if task.aborted:
         return "aborted before any edit or test"
     return "no patch edit and no test or check command"

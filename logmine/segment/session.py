@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
 from logmine.patch import FileOp
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.diffs import SessionFiles, compose
+from logmine.segment.records import Candidate, PriorPatch, Repo, StartState, Task, patch_applied
 from logmine.segment.tasks import MESSAGE_TYPES, FollowupRules, TaskSpan, request_text, split_tasks
 from logmine.segment.verifiers import TaskWork, candidates
-
-_PATCH_SUCCESS = ("Success", "Done!")
 
 
 @dataclass
 class SessionResult:
-    tasks: list[dict]
-    verifiers: list[dict]
+    tasks: list[Task]
+    verifiers: list[Candidate]
     no_task_reason: str | None
 
 
@@ -27,7 +26,7 @@ class SessionResult:
 class _History:
     """What earlier tasks of the session did to the workspace."""
 
-    patches: list[dict]  # successful patch calls: {task_index, seq, call_id}
+    patches: list[PriorPatch]  # successful patch calls
     opaque: tuple[int, str] | None = None  # first earlier task that edited files by shell
 
 
@@ -55,7 +54,7 @@ def segment_session(session: dict, events: list[dict], calls: dict[str, dict], r
 
 
 def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: CommandClassifier,
-          files: SessionFiles, history: _History, ghosts: list[tuple[int, str]]) -> tuple[dict, list[dict]]:
+          files: SessionFiles, history: _History, ghosts: list[tuple[int, str]]) -> tuple[Task, list[Candidate]]:
     task_id = "t-" + hashlib.sha1(f"{session['session_id']}/{session['source_path']}/{span.first_seq}"
                                   .encode()).hexdigest()[:16]
     work, ops, patch_calls = TaskWork(), [], []
@@ -79,8 +78,8 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
         elif event["kind"] == "patch" and patch_applied(call):
             ops.append(FileOp.from_dict(orjson.loads(event["arguments"])))
             work.edit_seqs.append(event["seq"])
-            if not patch_calls or patch_calls[-1]["call_id"] != event["call_id"]:
-                patch_calls.append({"task_index": span.index, "seq": event["seq"], "call_id": event["call_id"]})
+            if not patch_calls or patch_calls[-1].call_id != event["call_id"]:
+                patch_calls.append(PriorPatch(task_index=span.index, seq=event["seq"], call_id=event["call_id"]))
     start_state, rebuildable, reason = _start_state(session, span, history, ghosts)
     changes = compose(ops, files)
     rows = candidates(task_id, session["session_id"], work, changes, classifier, session.get("cwd"))
@@ -90,54 +89,49 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
     touched = sorted({*changes, *(c.move_from for c in changes.values() if c.move_from)})
     times = [e["ts"] for e in span.events if e["ts"] is not None]
     final = _final_message(span)
-    task = {
-        "task_id": task_id,
-        "session_id": session["session_id"],
-        "source_path": session["source_path"],
-        "index": span.index,
-        "prompt": request_text(span.request),
-        "followups": orjson.dumps(span.followups).decode() if span.followups else None,
-        "first_seq": span.first_seq,
-        "last_seq": span.last_seq,
-        "n_tool_calls": n_calls,
-        "n_failed_commands": n_failed,
-        "files_touched": touched,
-        "started_at": span.request["ts"],
-        "ended_at": max(times) if times else None,
-        "duration_s": (max(times) - span.request["ts"]).total_seconds() if times and span.request["ts"] else None,
-        "aborted": any(e["kind"] == "aborted" or e["injected_kind"] == "turn_aborted" for e in span.events),
-        "final_message": final,
-        "has_final_message": final is not None,
-        "cwd": session.get("cwd"),
-        "start_state": orjson.dumps(start_state).decode(),
-        "rebuildable": rebuildable,
-        "start_state_reason": reason,
-        "n_candidates": len(rows),
-    }
+    task = Task(
+        task_id=task_id,
+        session_id=session["session_id"],
+        source_path=session["source_path"],
+        index=span.index,
+        prompt=request_text(span.request),
+        followups=tuple(span.followups),
+        first_seq=span.first_seq,
+        last_seq=span.last_seq,
+        n_tool_calls=n_calls,
+        n_failed_commands=n_failed,
+        files_touched=tuple(touched),
+        started_at=span.request["ts"],
+        ended_at=max(times) if times else None,
+        duration_s=(max(times) - span.request["ts"]).total_seconds() if times and span.request["ts"] else None,
+        aborted=any(e["kind"] == "aborted" or e["injected_kind"] == "turn_aborted" for e in span.events),
+        final_message=final,
+        has_final_message=final is not None,
+        cwd=session.get("cwd"),
+        start_state=start_state,
+        rebuildable=rebuildable,
+        start_state_reason=reason,
+        n_candidates=len(rows),
+    )
     return task, rows
 
 
 def _start_state(session: dict, span: TaskSpan, history: _History,
-                 ghosts: list[tuple[int, str]]) -> tuple[dict, bool, str | None]:
+                 ghosts: list[tuple[int, str]]) -> tuple[StartState, bool, str | None]:
     """How to rebuild the workspace as the task began, and whether that is possible."""
     first_work = next((e["seq"] for e in span.events if e["kind"] in ("tool_call", "patch")), span.last_seq)
     ghost = next((commit for seq, commit in reversed(ghosts) if span.first_seq <= seq <= first_work), None)
-    state = {
-        "repo": {key: session.get(key) for key in ("cwd", "git_repo_url", "git_commit", "git_branch")},
-        "ghost_commit": ghost,
-        "prior_patches": list(history.patches),
-        "method": None,
-    }
-    if ghost:
-        state["method"] = "ghost_snapshot"  # Codex snapshots the work tree at the start of each turn
-        return state, True, None
+    repo = Repo(cwd=session.get("cwd"), git_repo_url=session.get("git_repo_url"),
+                git_commit=session.get("git_commit"), git_branch=session.get("git_branch"))
+    state = StartState(repo=repo, ghost_commit=ghost, prior_patches=tuple(history.patches))
+    if ghost:  # Codex snapshots the work tree at the start of each turn
+        return replace(state, method="ghost_snapshot"), True, None
     if not session.get("git_commit"):
         return state, False, "no git commit recorded for the session" + ("" if session.get("cwd") else " and no cwd")
     if history.opaque is not None:
         index, command = history.opaque
         return state, False, f"earlier task {index} edited files by shell command: {command[:120]}"
-    state["method"] = "git_commit+patches"
-    return state, True, None
+    return replace(state, method="git_commit+patches"), True, None
 
 
 def _final_message(span: TaskSpan) -> str | None:
@@ -149,12 +143,3 @@ def _final_message(span: TaskSpan) -> str | None:
         elif event["kind"] in ("tool_call", "tool_output", "patch"):
             final = None
     return final
-
-
-def patch_applied(call: dict | None) -> bool:
-    """Did the apply_patch call (its ``tool_calls`` row) succeed? Without an output, it did not."""
-    if call is None:
-        return False
-    if call["exit_code"] is not None:
-        return call["exit_code"] == 0
-    return (call["output"] or "").lstrip().startswith(_PATCH_SUCCESS)

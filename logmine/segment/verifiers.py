@@ -23,10 +23,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-import orjson
-
 from logmine.segment.commands import CommandClassifier, unwrap
 from logmine.segment.diffs import FileChange
+from logmine.segment.records import Candidate, FileDiff, HiddenTest, Run
 
 
 @dataclass
@@ -38,37 +37,40 @@ class TaskWork:
     opaque_edits: list[str] = field(default_factory=list)  # file-editing shell commands
 
 
-def candidates(task_id: str, session_id: str, work: TaskWork, changes: dict[str, FileChange],
-               classifier: CommandClassifier, cwd: str | None) -> list[dict]:
-    """Verifier rows for one task (``seg_gen`` is filled in by the caller)."""
+def candidates(task_id: str, session_id: str | None, work: TaskWork, changes: dict[str, FileChange],
+               classifier: CommandClassifier, cwd: str | None) -> list[Candidate]:
+    """Verifier candidates of one task (``seg_gen`` is filled in when the segmentation is committed)."""
     first_edit = min(work.edit_seqs, default=None)
     last_edit = max(work.edit_seqs, default=None)
     groups: dict[str, list[dict]] = {}
     for run in work.commands:
         groups.setdefault(" ".join(unwrap(run["command"]).command.split()), []).append(run)
-    tests = [_changed_file(c) for c in changes.values() if c.op != "delete" and classifier.is_test_file(c.path)]
-    rows = []
+    tests = tuple(HiddenTest(path=c.path, content=c.content) for c in changes.values()
+                  if c.op != "delete" and classifier.is_test_file(c.path))
+    found = []
     for runs in groups.values():
         last = runs[-1]
         if classifier.is_test(last["command"]):
-            rows.append(_test_row(task_id, session_id, runs, last_edit, tests, cwd))
+            found.append(_test_candidate(task_id, session_id, runs, last_edit, tests, cwd))
         elif first_edit is not None and not classifier.edits_files(last["command"]):
             before = [r for r in runs if r["seq"] < first_edit and r["exit_code"] not in (None, 0)]
             after = [r for r in runs if r["seq"] > last_edit]
             if before and after and after[-1]["exit_code"] == 0:
-                rows.append(_row(task_id, session_id, "check_command", None, last, cwd, runs, True, True, None,
-                                 False, 0.5, "test_pass"))
+                found.append(_command_candidate(task_id, session_id, "check_command", runs, cwd, strength=0.5,
+                                                ran_after_last_edit=True, fail_to_pass=True))
     if changes:
         incomplete = bool(work.opaque_edits)
-        files = orjson.dumps([c.to_dict() for c in changes.values()]).decode()
+        diffs = tuple(_diff(c) for c in changes.values())
         for mode, strength, tmax in (("exact", 0.4, "exact_text"), ("hunks", 0.3, "metric_threshold")):
-            rows.append(_row(task_id, session_id, "file_diff", mode, None, cwd, None, None, None, files,
-                             incomplete, 0.1 if incomplete else strength, tmax))
-    return rows
+            found.append(Candidate(
+                verifier_id=_verifier_id(task_id, "file_diff", mode, None), task_id=task_id, session_id=session_id,
+                kind="file_diff", mode=mode, workdir=cwd, diffs=diffs, incomplete=incomplete,
+                strength=0.1 if incomplete else strength, tmax_kind=tmax))
+    return found
 
 
-def _test_row(task_id: str, session_id: str, runs: list[dict], last_edit: int | None, tests: list[dict],
-              cwd: str | None) -> dict:
+def _test_candidate(task_id: str, session_id: str | None, runs: list[dict], last_edit: int | None,
+                    tests: tuple[HiddenTest, ...], cwd: str | None) -> Candidate:
     last = runs[-1]
     after_edit = last_edit is None or last["seq"] > last_edit
     failed_before = any(r["exit_code"] not in (None, 0) for r in runs[:-1])
@@ -80,33 +82,27 @@ def _test_row(task_id: str, session_id: str, runs: list[dict], last_edit: int | 
         strength = 0.6 if passed else 0.2
     else:
         strength = 0.3
-    files = orjson.dumps(tests).decode() if tests else None
-    return _row(task_id, session_id, "test_command", None, last, cwd, runs, after_edit, fail_to_pass, files,
-                False, strength, "test_pass")
+    return _command_candidate(task_id, session_id, "test_command", runs, cwd, strength=strength,
+                              ran_after_last_edit=after_edit, fail_to_pass=fail_to_pass, hidden_tests=tests)
 
 
-def _row(task_id, session_id, kind, mode, last, cwd, runs, after_edit, fail_to_pass, files, incomplete,
-         strength, tmax_kind) -> dict:
-    command = last["command"] if last else None
-    key = f"{task_id}/{kind}/{mode}/{command}"
-    return {
-        "verifier_id": "v-" + hashlib.sha1(key.encode()).hexdigest()[:16],
-        "task_id": task_id,
-        "session_id": session_id,
-        "kind": kind,
-        "mode": mode,
-        "command": command,
-        "workdir": (last.get("workdir") or cwd) if last else cwd,
-        "runs": None if runs is None else orjson.dumps(
-            [{"seq": r["seq"], "exit_code": r["exit_code"]} for r in runs]).decode(),
-        "ran_after_last_edit": after_edit,
-        "fail_to_pass": fail_to_pass,
-        "files": files,
-        "incomplete": incomplete,
-        "strength": strength,
-        "tmax_kind": tmax_kind,
-    }
+def _command_candidate(task_id: str, session_id: str | None, kind: str, runs: list[dict], cwd: str | None, *,
+                       strength: float, ran_after_last_edit: bool, fail_to_pass: bool,
+                       hidden_tests: tuple[HiddenTest, ...] = ()) -> Candidate:
+    """A command candidate: the command as last run, in its last workdir."""
+    last = runs[-1]
+    return Candidate(
+        verifier_id=_verifier_id(task_id, kind, None, last["command"]), task_id=task_id, session_id=session_id,
+        kind=kind, command=last["command"], workdir=last.get("workdir") or cwd,
+        runs=tuple(Run(seq=r["seq"], exit_code=r["exit_code"]) for r in runs),
+        ran_after_last_edit=ran_after_last_edit, fail_to_pass=fail_to_pass, hidden_tests=hidden_tests,
+        strength=strength, tmax_kind="test_pass")
 
 
-def _changed_file(change: FileChange) -> dict:
-    return {"path": change.path, "content": change.content}
+def _verifier_id(task_id: str, kind: str, mode: str | None, command: str | None) -> str:
+    return "v-" + hashlib.sha1(f"{task_id}/{kind}/{mode}/{command}".encode()).hexdigest()[:16]
+
+
+def _diff(change: FileChange) -> FileDiff:
+    return FileDiff(path=change.path, op=change.op, move_from=change.move_from, content=change.content,
+                    added=tuple(sorted(change.added.elements())), removed=tuple(sorted(change.removed.elements())))

@@ -18,8 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
+from logmine.segment.records import Candidate
 from logmine.verify.workspace import read_inside, within
 
 EXCERPT = 600
@@ -33,22 +32,21 @@ class Grade:
     excerpt: str = ""
 
 
-def grade(sandbox, candidate: dict, cwd: str, expected: dict[str, str | None]) -> Grade:
+def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | None]) -> Grade:
     """``cwd``: the session's original cwd (inside the sandbox); ``expected``: replayed end-of-task
     file contents by path relative to ``cwd`` (None: deleted or unreadable), used by exact file diffs
     and for hidden test files whose content the log does not hold."""
-    if candidate["kind"] == "file_diff":
+    if candidate.kind == "file_diff":
         return _file_diff(Path(sandbox.workspace), sandbox.mount_at, candidate, cwd, expected)
     # a test file whose text the log does not hold (it existed before the session) gets its
     # replayed end-of-task text, so the start state is graded with the task's tests too
-    hidden = {f["path"]: f["content"] if f.get("content") is not None else expected.get(f["path"])
-              for f in orjson.loads(candidate["files"] or "[]")}
+    hidden = {t.path: t.content if t.content is not None else expected.get(t.path) for t in candidate.hidden_tests}
     hidden = {path: text for path, text in hidden.items() if text is not None}
     if hidden:
         rel = os.path.relpath(cwd, sandbox.mount_at)
         sandbox.install_files({os.path.normpath(os.path.join(rel, path)): text for path, text in hidden.items()})
-    workdir = candidate["workdir"]  # one outside the rebuilt repository does not exist in the sandbox
-    result = sandbox.run(candidate["command"], cwd=workdir if within(workdir, sandbox.mount_at) else cwd)
+    workdir = candidate.workdir  # one outside the rebuilt repository does not exist in the sandbox
+    result = sandbox.run(candidate.command, cwd=workdir if within(workdir, sandbox.mount_at) else cwd)
     excerpt = result.output[-EXCERPT:]
     if result.unscored:
         reason = result.error or f"grader timed out after {result.duration_s:.0f} s"
@@ -56,22 +54,23 @@ def grade(sandbox, candidate: dict, cwd: str, expected: dict[str, str | None]) -
     return Grade(result.exit_code == 0, result.exit_code, result.duration_s, excerpt)
 
 
-def _file_diff(workspace: Path, mount_at: str, candidate: dict, cwd: str, expected: dict[str, str | None]) -> Grade:
+def _file_diff(workspace: Path, mount_at: str, candidate: Candidate, cwd: str,
+               expected: dict[str, str | None]) -> Grade:
     started = time.monotonic()
     base = workspace / os.path.relpath(cwd, mount_at)
     problems = []
-    for change in orjson.loads(candidate["files"]):
-        path = change["path"]
+    for change in candidate.diffs:
+        path = change.path
         text = read_inside(base, path)
-        if candidate["mode"] == "exact":
-            want = change["content"] if change["content"] is not None or change["op"] == "delete" else expected.get(path)
+        if candidate.mode == "exact":
+            want = change.content if change.content is not None or change.op == "delete" else expected.get(path)
             if text != want:
                 problems.append(f"{path}: " + ("missing" if text is None else "absent expected" if want is None
                                                else "content differs"))
-        elif change["op"] != "delete":
+        elif change.op != "delete":
             lines = Counter((text or "").splitlines())
-            missing = Counter(change["added"]) - lines
-            present = [line for line in change["removed"] if line in lines and line not in change["added"]]
+            missing = Counter(change.added) - lines
+            present = [line for line in change.removed if line in lines and line not in change.added]
             if missing:
                 problems.append(f"{path}: {sum(missing.values())} added line(s) missing")
             if present:

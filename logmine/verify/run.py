@@ -11,19 +11,18 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 
-from logmine.errors import LogmineError
-from logmine.patch import FileOp
+from logmine.pipeline import load_pipeline
 from logmine.sandbox import Limits
-from logmine.segment.session import patch_applied
-from logmine.store import CATALOG, DEFAULT_STORE, Store, fetch_dicts
+from logmine.segment.records import NoTasks, load_task, read_tasks
+from logmine.store import CATALOG, DEFAULT_STORE, Store
 from logmine.verify.records import VERIFICATIONS
-from logmine.verify.task import TaskInput, TaskOutcome, VerifyOptions, verify_task
+from logmine.verify.task import TaskOutcome, VerifyOptions, verify_task
 
 COMMIT_EVERY = 8
 
@@ -32,25 +31,28 @@ SELECT t.* FROM tasks t LEFT JOIN verified v USING (task_id)
 WHERE t.n_candidates > 0 AND (v.task_id IS NULL OR v.seg_gen <> t.seg_gen)
 ORDER BY t.source_path, t.index
 """
-_ACTIONS_SQL = """
-SELECT e.seq, e.kind, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
-FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ? AND e.kind IN ('tool_call', 'patch')
-ORDER BY e.seq
-"""
-_CALLS_SQL = "SELECT call_id, exit_code, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
+_DEFAULTS = load_pipeline()["verify"]  # the packaged pipeline's [verify] values are the defaults
 
 
-class NothingToVerify(LogmineError, RuntimeError):
-    """The store has no segmented tasks."""
+class NothingToVerify(NoTasks):
+    """The store has no segmented tasks (or there is no store)."""
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyConfig:
     store: Path = DEFAULT_STORE
-    repo_map: tuple[tuple[str, str], ...] = ()  # (old prefix, new prefix)
-    jobs: int = 2
-    backend: str = "bwrap"
-    timeout_s: float = 120.0  # per command, replayed or grading
+    repo_map: tuple[tuple[str, str], ...] = tuple(_DEFAULTS["repo_map"].items())  # (old prefix, new prefix)
+    jobs: int = _DEFAULTS["jobs"]
+    backend: str = _DEFAULTS["backend"]
+    timeout_s: float = _DEFAULTS["timeout_s"]  # per command, replayed or grading
+
+    @classmethod
+    def from_settings(cls, settings: dict, store: Path = DEFAULT_STORE,
+                      repo_map: dict[str, str] | None = None) -> VerifyConfig:
+        """From a pipeline's ``[verify]`` settings (``repo_map`` replaces theirs when given)."""
+        mapping = settings["repo_map"] if repo_map is None else repo_map
+        return cls(store=store, repo_map=tuple(mapping.items()), jobs=settings["jobs"], backend=settings["backend"],
+                   timeout_s=settings["timeout_s"])
 
 
 @dataclass
@@ -63,20 +65,23 @@ class VerifySummary:
     elapsed_s: float = 0.0
 
 
-def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = None) -> VerifySummary:
+def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = None, *,
+           store: Store | None = None) -> VerifySummary:
+    """Verify the tasks not verified yet for their current segmentation; raises :class:`NothingToVerify`
+    when there are no tasks. ``store``: an already-open store, else ``config.store`` is opened."""
     started = time.monotonic()
-    if not (config.store / CATALOG).exists():
-        raise NothingToVerify(f"no logmine store at {config.store}")
+    if store is None and not (config.store / CATALOG).exists():
+        raise NothingToVerify(f"no logmine store at {config.store}", "run `logmine ingest` and `logmine segment` first")
     options = VerifyOptions(dict(config.repo_map), config.backend, Limits(wall_s=config.timeout_s))
     summary = VerifySummary()
-    with Store(config.store) as store:
+    with nullcontext(store) if store is not None else Store(config.store) as store:
         if not store.con.execute("SELECT count(*) FROM tasks").fetchone()[0]:
-            raise NothingToVerify(f"no tasks in {config.store}")
+            raise NothingToVerify.in_store(store.root)
         calls: dict[str, dict] = {}
-        items = [load_task(store, task, calls) for task in fetch_dicts(store.con.execute(_TODO_SQL))]
+        items = [load_task(store, task, calls) for task in read_tasks(store, _TODO_SQL)]
         summary.tasks = len(items)
-        kinds = {c["verifier_id"]: c["kind"] for item in items for c in item.candidates}
-        seg_gens = {item.task["task_id"]: item.task["seg_gen"] for item in items}
+        kinds = {c.verifier_id: c.kind for item in items for c in item.candidates}
+        seg_gens = {item.task.task_id: item.task.seg_gen for item in items}
         pending: list[tuple[TaskOutcome, int]] = []
         with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
             for done, outcome in enumerate(pool.map(lambda i: verify_task(i, options), items), 1):
@@ -89,47 +94,6 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
         _commit(store, pending)
     summary.elapsed_s = time.monotonic() - started
     return summary
-
-
-def load_task(store: Store, task: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
-    """A task with its candidates, replayable actions and the earlier patches its start state needs.
-
-    ``calls_by_file`` caches each session file's tool calls across the tasks of one run.
-    """
-    con = store.con
-    candidates = fetch_dicts(con.execute("SELECT * FROM _verifiers_raw WHERE task_id = ? AND seg_gen = ?",
-                                         [task["task_id"], task["seg_gen"]]))
-    cache = {} if calls_by_file is None else calls_by_file
-    if task["source_path"] not in cache:
-        cache[task["source_path"]] = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [task["source_path"]]))}
-    calls = cache[task["source_path"]]
-    state = orjson.loads(task["start_state"])
-    prior = [p["call_id"] for p in state.get("prior_patches", [])]
-    prior_ops = []
-    if prior:
-        rows = fetch_dicts(con.execute("SELECT call_id, arguments FROM events WHERE source_path = ? AND kind = 'patch' "
-                                 "AND call_id IN (SELECT unnest(?)) ORDER BY seq", [task["source_path"], prior]))
-        by_call: dict[str, list[FileOp]] = {}
-        for row in rows:
-            by_call.setdefault(row["call_id"], []).append(FileOp.from_dict(orjson.loads(row["arguments"])))
-        prior_ops = [by_call[c] for c in prior if c in by_call]
-    events = fetch_dicts(con.execute(_ACTIONS_SQL, [task["source_path"], task["first_seq"], task["last_seq"]]))
-    patched = {e["call_id"] for e in events if e["kind"] == "patch"}
-    actions: list[dict] = []
-    for event in events:
-        if event["kind"] == "patch":
-            if not patch_applied(calls.get(event["call_id"])):
-                continue
-            op = FileOp.from_dict(orjson.loads(event["arguments"]))
-            if actions and actions[-1]["kind"] == "patch" and actions[-1]["call_id"] == event["call_id"]:
-                actions[-1]["ops"].append(op)
-            else:
-                actions.append({"seq": event["seq"], "kind": "patch", "call_id": event["call_id"], "ops": [op],
-                                "workdir": None, "command": None})
-        elif event["command"] and event["call_id"] not in patched and event["tool_name"] != "write_stdin":
-            actions.append({"seq": event["seq"], "kind": "command", "call_id": event["call_id"],
-                            "command": event["command"], "workdir": event["workdir"], "ops": None})
-    return TaskInput(task, candidates, actions, prior_ops)
 
 
 def _account(summary: VerifySummary, outcome: TaskOutcome, kinds: dict[str, str]) -> None:

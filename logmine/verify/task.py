@@ -14,22 +14,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from logmine.patch import FileOp, render_patch
 from logmine.sandbox import Limits, SandboxError, open_sandbox
+from logmine.segment.records import Candidate, TaskInput
 from logmine.verify.grade import Grade, grade
-from logmine.verify.workspace import NotRebuilt, StartState, read_inside, rebuild, within
-
-
-@dataclass
-class TaskInput:
-    """Everything verify needs about one task, read from the catalog."""
-
-    task: dict
-    candidates: list[dict]
-    actions: list[dict]  # {seq, kind: "command"|"patch", command, workdir, ops}
-    prior_ops: list[list[FileOp]]
+from logmine.verify.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
 
 
 @dataclass
@@ -51,9 +40,9 @@ def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
     task = item.task
     with tempfile.TemporaryDirectory(prefix="logmine-verify-") as tmp:
         try:
-            if not task["rebuildable"]:
-                raise NotRebuilt(task["start_state_reason"] or "start state not rebuildable")
-            state = rebuild(orjson.loads(task["start_state"]), item.prior_ops, options.repo_map, Path(tmp) / "start")
+            if not task.rebuildable:
+                raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
+            state = rebuild(task.start_state, item.prior_ops, options.repo_map, Path(tmp) / "start")
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         try:
@@ -62,30 +51,30 @@ def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         except SandboxError as exc:
             return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    rows = [_row(c, before[c["verifier_id"]], after[c["verifier_id"]], note) for c in item.candidates]
-    return TaskOutcome(task["task_id"], True, state.note, rows)
+    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note) for c in item.candidates]
+    return TaskOutcome(task.task_id, True, state.note, rows)
 
 
-def _replay_and_grade(item: TaskInput, state: StartState, options: VerifyOptions):
+def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOptions):
     problems: list[str] = []
     with open_sandbox(state.path, mount_at=state.root, backend=options.backend, limits=options.limits) as box:
         base = Path(box.workspace)
         for action in item.actions:
-            if action["kind"] == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
-                result = box.run(_apply_patch_command(action["ops"]), cwd=state.cwd)
+            if action.kind == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
+                result = box.run(_apply_patch_command(action.ops), cwd=state.cwd)
                 if result.exit_code != 0:
-                    problems.append(f"replay: patch at seq {action['seq']} did not apply: "
+                    problems.append(f"replay: patch at seq {action.seq} did not apply: "
                                     f"{(result.error or result.output).strip()[:200]}")
             else:
-                result = box.run(action["command"], cwd=inside(action["workdir"], state))
+                result = box.run(action.command, cwd=inside(action.workdir, state))
                 if result.error:
-                    problems.append(f"replay: command at seq {action['seq']}: {result.error}")
+                    problems.append(f"replay: command at seq {action.seq}: {result.error}")
         expected = _end_contents(item.candidates, base / os.path.relpath(state.cwd, state.root))
-        grades = {c["verifier_id"]: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
+        grades = {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
     return grades, expected, problems
 
 
-def _apply_patch_command(ops: list[FileOp]) -> str:
+def _apply_patch_command(ops: tuple[FileOp, ...]) -> str:
     patch = render_patch(ops)
     mark = "LOGMINE_PATCH"
     while mark in patch:
@@ -93,31 +82,31 @@ def _apply_patch_command(ops: list[FileOp]) -> str:
     return f"apply_patch <<'{mark}'\n{patch.rstrip(chr(10))}\n{mark}"
 
 
-def inside(workdir: str | None, state: StartState) -> str:
+def inside(workdir: str | None, state: RebuiltTree) -> str:
     """The recorded workdir when it lies in the rebuilt repository, else the session's cwd."""
     return workdir if within(workdir, state.root) else state.cwd
 
 
-def _grade_all(item: TaskInput, state: StartState, options: VerifyOptions, expected) -> dict[str, Grade]:
+def _grade_all(item: TaskInput, state: RebuiltTree, options: VerifyOptions, expected) -> dict[str, Grade]:
     with open_sandbox(state.path, mount_at=state.root, backend=options.backend, limits=options.limits) as box:
-        return {c["verifier_id"]: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
+        return {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
 
 
-def _grading_order(candidates: list[dict]) -> list[dict]:
+def _grading_order(candidates: tuple[Candidate, ...]) -> list[Candidate]:
     """File checks read the tree before any grading command can touch it."""
-    return sorted(candidates, key=lambda c: c["kind"] != "file_diff")
+    return sorted(candidates, key=lambda c: c.kind != "file_diff")
 
 
-def _end_contents(candidates: list[dict], base: Path) -> dict[str, str | None]:
+def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, str | None]:
     """The replayed end-of-task text of every file an exact diff or a test candidate's hidden test
     files name without recorded content."""
-    wanted = {f["path"] for c in candidates if (c["kind"] == "file_diff" and c["mode"] == "exact")
-              or c["kind"] == "test_command"
-              for f in orjson.loads(c["files"] or "[]") if f["content"] is None and f.get("op") != "delete"}
+    wanted = {d.path for c in candidates if c.kind == "file_diff" and c.mode == "exact"
+              for d in c.diffs if d.content is None and d.op != "delete"}
+    wanted |= {t.path for c in candidates if c.kind == "test_command" for t in c.hidden_tests if t.content is None}
     return {path: read_inside(base, path) for path in wanted}
 
 
-def _row(candidate: dict, before: Grade, after: Grade, note: str | None) -> dict:
+def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None) -> dict:
     if before.passed is None or after.passed is None:
         which = "start state" if before.passed is None else "replayed state"
         status, reason = "unscored", f"could not grade on the {which}: {(before if before.passed is None else after).excerpt[:200]}"
@@ -128,7 +117,7 @@ def _row(candidate: dict, before: Grade, after: Grade, note: str | None) -> dict
     else:
         status, reason = "validated", note
     return {
-        "verifier_id": candidate["verifier_id"], "task_id": candidate["task_id"], "seg_gen": candidate["seg_gen"],
+        "verifier_id": candidate.verifier_id, "task_id": candidate.task_id, "seg_gen": candidate.seg_gen,
         "status": status, "status_reason": reason,
         "before_passed": before.passed, "after_passed": after.passed,
         "before_exit_code": before.exit_code, "after_exit_code": after.exit_code,
@@ -138,6 +127,6 @@ def _row(candidate: dict, before: Grade, after: Grade, note: str | None) -> dict
 
 
 def _all(item: TaskInput, status: str, reason: str, rebuilt: bool) -> TaskOutcome:
-    rows = [{"verifier_id": c["verifier_id"], "task_id": c["task_id"], "seg_gen": c["seg_gen"], "status": status,
+    rows = [{"verifier_id": c.verifier_id, "task_id": c.task_id, "seg_gen": c.seg_gen, "status": status,
              "status_reason": reason} for c in item.candidates]
-    return TaskOutcome(item.task["task_id"], rebuilt, reason, rows)
+    return TaskOutcome(item.task.task_id, rebuilt, reason, rows)

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 from logmine.errors import LogmineError
 from logmine.patch import FileOp, PatchError, apply_patch
+from logmine.segment.records import StartState
 
 _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost",
             "GIT_COMMITTER_NAME": "logmine", "GIT_COMMITTER_EMAIL": "logmine@localhost"}
@@ -29,7 +30,9 @@ class NotRebuilt(LogmineError):
 
 
 @dataclass(frozen=True, slots=True)
-class StartState:
+class RebuiltTree:
+    """A task's start state, rebuilt on the host."""
+
     path: Path  # host directory holding the rebuilt work tree of the repository root
     root: str  # the repository root's original absolute path (where the sandbox mounts it)
     cwd: str  # the session's original cwd (inside root)
@@ -64,11 +67,10 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
     return path
 
 
-def rebuild(recipe: dict, prior_ops: list[list[FileOp]], repo_map: dict[str, str], dest: Path) -> StartState:
+def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_map: dict[str, str],
+            dest: Path) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`."""
-    repo = recipe.get("repo") or {}
-    cwd = repo.get("cwd")
-    commit = recipe.get("ghost_commit") or repo.get("git_commit")
+    cwd, commit = recipe.repo.cwd, recipe.commit
     if not cwd:
         raise NotRebuilt("no cwd recorded for the session")
     local = Path(map_path(cwd, repo_map))
@@ -95,7 +97,7 @@ def rebuild(recipe: dict, prior_ops: list[list[FileOp]], repo_map: dict[str, str
         except PatchError as exc:
             raise NotRebuilt(f"an earlier task's patch does not apply: {exc}") from exc
     _snapshot(dest)
-    return StartState(dest, root, cwd, note)
+    return RebuiltTree(dest, root, cwd, note)
 
 
 def _git(repo: Path, *args: str) -> str | None:
