@@ -21,6 +21,8 @@ plus ``getrusage(RUSAGE_CHILDREN)`` for every process reaped), and the largest s
   (does peak RSS grow with the input?), then with ``--jobs 1`` (one reading process; informational);
 * DuckDB ``read_json_objects`` over the same files (the raw-scan anchor: parse JSON, no mapping, no
   redaction, no writing), with its default threads and with one thread;
+* logmine's redaction alone (``logmine.redact``, one process, the chunk API ingest can call) over the
+  same files: its CPU time over the full ingest's CPU time is redaction's share of ingest;
 * ``teich convert CORPUS`` (the teich anchor), and ``teich extract codex`` (teich's anonymizing copy,
   informational), when teich is installed (``pip install teich``).
 
@@ -54,6 +56,7 @@ TEICH_HINT = "pip install teich  (tested with teich 0.3.6; not a logmine depende
 # Targets of the ingest stage (see the issue / bench/README.md).
 TARGET_VS_DUCKDB = 0.5  # logmine MB/s >= 0.5 x DuckDB's raw JSON scan
 TARGET_VS_TEICH = 2.0  # logmine MB/s >= 2 x teich convert
+TARGET_REDACT_SHARE = 0.20  # redaction CPU <= 20% of the full ingest's CPU
 TARGET_RERUN = 0.05  # re-run on unchanged input <= 5% of the full run
 TARGET_RSS_GROWTH = 1.25  # peak RSS on the full corpus <= 1.25 x peak RSS on half of it
 LOGMINE_BATCH_BYTES = 64 << 20  # logmine's default --batch-mb: memory is bounded per commit batch
@@ -138,6 +141,26 @@ for _ in range(3):
 print(json.dumps({"threads": int(con.execute("SELECT current_setting('threads')").fetchone()[0]),
                   "jsonl_objects": jsonl, "json_documents": g0, "query_s": statistics.median(runs),
                   "runs_s": runs, "duckdb": duckdb.__version__}))
+"""
+
+# Redaction alone: every session file redacted as ingest does (JSONL in chunks of lines, a G0 .json
+# document whole), in one process. Times the redaction only; the rules are compiled before.
+_REDACT = r"""
+import json, pathlib, sys, time
+from logmine.redact import Redactor, engine_name
+r = Redactor(); r.redact_text("warm up")
+total = 0.0
+for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.json*")):
+    text = path.read_text(encoding="utf-8", errors="replace")
+    t0 = time.process_time()
+    if path.suffix == ".jsonl":
+        lines = text.splitlines()
+        for i in range(0, len(lines), 4096):
+            r.redact_jsonl(lines[i:i + 4096])
+    else:
+        r.redact_json_line(text)
+    total += time.process_time() - t0
+print(json.dumps({"redact_cpu_s": total, "engine": engine_name(), "redactions": sum(r.counts.values())}))
 """
 
 
@@ -342,7 +365,8 @@ def source_digest() -> str | None:
     paths = {Path(p) for p in json.loads(found.stdout)}
     pkg = next((p.parent for p in paths if p.name == "__init__.py" and p.parent.name == "logmine"), None)
     if pkg is not None:
-        paths |= {p for p in (pkg / "ingest").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+        paths |= {p for sub in ("ingest", "redact") for p in (pkg / sub).rglob("*")
+                  if p.is_file() and "__pycache__" not in p.parts}
         paths |= {p for p in (pkg / "cli.py", pkg / "__main__.py") if p.is_file()}
     h = hashlib.sha256()
     for path in sorted(paths):
@@ -416,6 +440,17 @@ def bench(args, base: Path, work: Path) -> dict:
             rows["logmine_j1"] = row("logmine ingest --jobs 1", corpus["bytes"], stats["wall_s"], stats,
                                      one["files"]["seen"], "per-core figure (informational)")
 
+    if summary is not None:
+        log("running logmine's redaction alone")
+        stats = measure([sys.executable, "-c", _REDACT, corpus["path"]], work, "logmine-redact", args.timeout)
+        if err := failed(stats):
+            rows["redact"] = {"tool": "logmine redaction alone", "error": err}
+        else:
+            res = json.loads(stats["stdout"])
+            rows["redact"] = row(f"logmine redaction alone ({res['engine']})", corpus["bytes"], res["redact_cpu_s"],
+                                 stats, corpus["files"], f"CPU s of redaction only; {res['redactions']} redactions",
+                                 redact_cpu_s=res["redact_cpu_s"], engine=res["engine"])
+
     # teich: `convert` is the anchor; `extract codex` (anonymizing copy) is informational.
     teich = None if args.no_teich else teich_command()
     teich_note = None
@@ -488,6 +523,8 @@ def ratios(rows: dict) -> dict:
                 out[key] = lm["mb_s"] / rows[anchor]["mb_s"]
         if _ok(rows.get("duckdb_1")) and _ok(rows.get("logmine_j1")):  # one core each
             out["logmine_jobs1/duckdb_1thread"] = rows["logmine_j1"]["mb_s"] / rows["duckdb_1"]["mb_s"]
+        if _ok(rows.get("redact")):  # CPU over CPU: the share of ingest's work that is redaction
+            out["redaction/ingest cpu"] = rows["redact"]["redact_cpu_s"] / lm["cpu_s"]
         if _ok(rows.get("logmine_rerun")):
             out["rerun/full"] = rows["logmine_rerun"]["seconds"] / lm["seconds"]
         if _ok(rows.get("logmine_half")):
@@ -515,6 +552,10 @@ def targets(rows: dict, teich_note: str | None) -> dict:
         "throughput vs teich convert": ge("logmine/teich", TARGET_VS_TEICH,
                                           error_of("logmine", "teich") or teich_note),
     }
+    share = r.get("redaction/ingest cpu")
+    out["redaction share of ingest"] = target("redaction/ingest cpu", f"<= {TARGET_REDACT_SHARE}", share,
+                                              None if share is None else share <= TARGET_REDACT_SHARE,
+                                              None if share is not None else error_of("logmine", "redact"))
     rr = r.get("rerun/full")
     out["re-run on unchanged input"] = target("rerun/full", f"<= {TARGET_RERUN}", rr,
                                               None if rr is None else rr <= TARGET_RERUN,

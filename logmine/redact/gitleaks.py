@@ -3,7 +3,7 @@
 ``rules/gitleaks.toml`` is vendored unchanged (MIT, see ``rules/README.md``). Its Go RE2 patterns
 are ported here (:func:`port_re2`); rule ids map to coarse, stable kinds (``github_token``,
 ``openai_api_key``, …); rules that cannot apply to a log line (path-scoped, no content regex) are
-skipped with a reason. :mod:`logmine.ingest.redact` runs the rules.
+skipped with a reason. :mod:`logmine.redact.engine` runs the rules.
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ _CONTEXT = r"[\w.-]{0,50}?"  # gitleaks' leading context: it only widens a match
 # gitleaks' template pieces, widened for JSON-encoded text, where a quote reads \" and any escape
 # (\", \\, \u00e9, not just \n) ends a secret
 _JSON_WIDENING = (
+    # gitleaks' end of a secret, widened to tolerate trailing punctuation (``…signature.``, ``key)``)
+    ("(?:[\\x60'\"\\s;]|", "(?:[\\x60'\"\\s;.,:!?)\\]}>|&]|"),
     (r"""[\s'"]{0,3}""", r"""(?:[\s'"]|\\+"){0,3}"""),
     (r"""[\x60'"\s=]{0,5}""", r"""(?:[\x60'"\s=]|\\+"){0,5}"""),
     (r"\\[nr]", r"\\[nrtu\"'\\/]"),

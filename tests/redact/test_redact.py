@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from logmine.ingest.redact import Redactor, default_redactor, port_re2, secret_key_kind, skipped_rules
+from logmine.redact import Redactor, default_redactor, port_re2, secret_key_kind, skipped_rules
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ALNUM = string.ascii_letters + string.digits
@@ -224,7 +224,7 @@ def test_secrets_next_to_escapes_keep_json_valid(around):
 
 
 def test_a_broken_replacement_falls_back_to_objects(monkeypatch):
-    import logmine.ingest.redact as redact
+    import logmine.redact.engine as redact
 
     def cut_a_quote(text, s, e, multiline):  # simulate a rule whose span swallows the closing quote
         return s, e + 1 if text[e:e + 1] == '"' else e
@@ -304,9 +304,9 @@ def test_real_codex_logs_stay_intact():
 
 def test_keyword_prefilter_with_and_without_aho_corasick():
     """Both keyword searches select the same rules on every fixture line."""
-    from logmine.ingest.redact import _ruleset
+    from logmine.redact import ruleset
 
-    rules = _ruleset()
+    rules = ruleset("keywords").prefilter
     if rules._automaton is None:
         pytest.skip("pyahocorasick is not installed")
     fixtures = Path(__file__).parents[1] / "fixtures"
@@ -317,4 +317,4 @@ def test_keyword_prefilter_with_and_without_aho_corasick():
 
     for line in lines:
         low = line.lower()
-        assert selected({k for _, k in rules._automaton.iter(low)}) == selected(rules._scan(low)), line[:200]
+        assert selected({k for _, k in rules._automaton.iter(low)}) == selected(rules.scan_keywords(low)), line[:200]

@@ -1,0 +1,59 @@
+"""Secrets inside base64: decode a run long enough to hold a key, scan it, redact the whole run.
+
+A Kubernetes secret holds its TLS key as ``tls.key: LS0tLS1CRUdJTi…`` (a PEM, base64-encoded);
+a CI log may print a service account's JSON the same way. A *block* is one base64 run of 64 or
+more characters, or several separated by newlines (raw or JSON-escaped: a PEM wrapped at 76
+columns). A block whose decoding is mostly printable text is scanned with the same rules; if it
+holds a secret, the block becomes one placeholder of that secret's kind.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections import Counter
+from collections.abc import Callable
+
+from logmine.redact.patterns import PLACEHOLDER
+
+_RUN = r"[A-Za-z0-9+/_-]{16,}={0,2}"
+_SEP = r"(?:\\+[nr]|\r?\n)+"
+_BLOCK = re.compile(r"(?:(?<![A-Za-z0-9+/_\\-])|(?<=\\[nrt]))(?=[A-Za-z0-9+/_-]{64})" + _RUN
+                    + rf"(?:{_SEP}(?:{_RUN}|[A-Za-z0-9+/_-]{{2,15}}={{1,2}}))*", re.ASCII)
+_SEPARATORS = re.compile(_SEP)
+_FERNET = "gAAAAA"  # encrypted reasoning: ciphertext, never a readable secret
+_PRINTABLE = frozenset(range(32, 127)) | {9, 10, 13}
+
+
+def decode(block: str) -> str | None:
+    """The text a base64 block encodes (standard or URL-safe alphabet), or None when it decodes
+    to binary (an image, ciphertext, a hash) rather than text."""
+    data = _SEPARATORS.sub("", block).rstrip("=").replace("-", "+").replace("_", "/")
+    data = data[:len(data) - len(data) % 4]
+    try:
+        raw = binascii.a2b_base64(data)
+    except binascii.Error:
+        return None
+    sample = raw[:256]
+    if not sample or sum(b in _PRINTABLE for b in sample) < 0.95 * len(sample):
+        return None
+    return raw.decode("utf-8", "replace")
+
+
+def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | None]) -> str:
+    """``text`` with each base64 block whose decoding holds a secret made a placeholder of its
+    kind; ``kind_of(decoded)`` names the first secret in a decoded text, else None."""
+    finds = []
+    for m in _BLOCK.finditer(text):
+        if m.group().startswith(_FERNET) or (decoded := decode(m.group())) is None:
+            continue
+        if kind := kind_of(decoded):
+            finds.append((m.start(), m.end(), kind))
+    if not finds:
+        return text
+    out, last = [], 0
+    for s, e, kind in finds:
+        out += (text[last:s], PLACEHOLDER.format(kind))
+        last = e
+        counts[kind] += 1
+    return "".join(out) + text[last:]

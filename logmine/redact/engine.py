@@ -1,0 +1,310 @@
+"""The rule set and the :class:`Redactor` that runs it.
+
+Detection builds on the vendored gitleaks rule set (``rules/gitleaks.toml``, MIT, see
+``rules/README.md``), ported to Python ``re`` at load time (:mod:`logmine.redact.gitleaks`), plus
+rules of our own and structured-key redaction (:mod:`logmine.redact.patterns`) and base64 runs
+decoded and scanned again (:mod:`logmine.redact.encoded`). A prefilter
+(:mod:`logmine.redact.prefilter`: Hyperscan, else keywords) picks the rules a text can need, so
+the Python regexes run only where a match is possible.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+
+import orjson
+
+from logmine.redact import encoded
+from logmine.redact.gitleaks import Rule, load_gitleaks
+from logmine.redact.patterns import (
+    EARLY_RULES,
+    ENV_RULE,
+    JSON_PAIRS,
+    JSON_PAIRS_PREFILTER,
+    LATE_RULES,
+    MARK,
+    OPAQUE,
+    OPAQUE_KEY,
+    OWN_RULES,
+    PLACEHOLDER,
+    STRUCTURED_KEYWORDS,
+    entropy,
+    keyed_value,
+    secret_key_kind,
+)
+
+_STRUCTURED = Rule("structured-keys", "", None, STRUCTURED_KEYWORDS, late=True)
+
+
+def _own(spec, late: bool = False) -> Rule:
+    rid, kind, pattern, keywords, required, accept = spec
+    regex = re.compile(pattern, re.ASCII)
+    return Rule(rid, kind, regex, keywords, secret_group=regex.groupindex.get("secret", 0),
+                 required=required, accept=accept, late=late)
+
+
+def _prefilter(rules: list[Rule]):
+    patterns = [list(JSON_PAIRS_PREFILTER) if r is _STRUCTURED else [r.regex.pattern] for r in rules]
+    keywords = [r.keywords for r in rules]
+    try:
+        from logmine.redact.prefilter import HyperscanPrefilter
+        return HyperscanPrefilter(patterns, keywords, b64=len(rules))
+    except ImportError:
+        from logmine.redact.prefilter import KeywordPrefilter
+        return KeywordPrefilter(keywords)
+
+
+class Ruleset:
+    """All rules in running order, and the prefilter that picks those a text needs."""
+
+    def __init__(self, engine: str | None = None) -> None:
+        gitleaks, self.skipped, self.allow = load_gitleaks()
+        first = [r for r in gitleaks if r.id == "private-key"]  # before any rule can bite into a key
+        generic = [r for r in gitleaks if r.id.startswith("generic")]
+        # named secrets first; NAME=value rules catch only what neither they nor JSON keys named
+        self.rules = [*first, *map(_own, EARLY_RULES), *(r for r in gitleaks if r not in first + generic),
+                      *map(_own, OWN_RULES), _STRUCTURED, _own(ENV_RULE, late=True),
+                      *(_own(spec, late=True) for spec in LATE_RULES),
+                      *(replace(r, late=True) for r in generic)]
+        self.b64 = len(self.rules)  # the id the prefilter reports for a long base64 run
+        if engine == "keywords":
+            from logmine.redact.prefilter import KeywordPrefilter
+            self.prefilter = KeywordPrefilter([r.keywords for r in self.rules])
+        else:
+            self.prefilter = _prefilter(self.rules)
+
+    def selected(self, found: frozenset[int]) -> list[Rule]:
+        return [self.rules[i] for i in sorted(found) if i < self.b64]
+
+
+@functools.lru_cache(maxsize=2)
+def ruleset(engine: str | None = None) -> Ruleset:
+    """The shared rule set, compiled on first use (``engine="keywords"``: without Hyperscan)."""
+    return Ruleset(engine)
+
+
+def skipped_rules() -> dict[str, str]:
+    """The gitleaks rules that are not run, each with the reason."""
+    return dict(ruleset().skipped)
+
+
+def engine_name() -> str:
+    """``hyperscan`` or ``keywords``: the prefilter this process runs."""
+    return ruleset().prefilter.name
+
+
+# ---------------------------------------------------------------- JSON-safe replacement
+
+def _secret_span(m: re.Match, group: int) -> tuple[int, int]:
+    """gitleaks' secret: the rule's secretGroup, else the first non-empty group, else the match."""
+    if group:
+        return m.span(group)
+    return next((m.span(g) for g in range(1, len(m.groups()) + 1) if m.start(g) < m.end(g)), m.span())
+
+
+def _escaped(text: str, i: int) -> bool:
+    """Whether ``text[i]`` follows an odd run of backslashes."""
+    j = i
+    while j and text[j - 1] == "\\":
+        j -= 1
+    return (i - j) % 2 == 1
+
+
+def _escape_holding(text: str, i: int) -> tuple[int, int] | None:
+    """(start, end) of the JSON escape sequence that ``text[i]`` belongs to, if any."""
+    for j in range(i, max(i - 6, -1), -1):  # an escape is at most 6 chars: \uXXXX
+        if text[j] == "\\" and not _escaped(text, j):
+            end = j + (6 if text[j + 1:j + 2] == "u" else 2)
+            return (j, end) if i < end else None
+    return None
+
+
+def _json_safe(text: str, s: int, e: int, multiline: bool) -> tuple[int, int]:
+    """[s, e) of JSON text shrunk so that no cut splits an escape sequence or passes a closing
+    quote. A secret neither starts nor ends with an escape, and only a multi-line one (a PEM
+    block) holds any: a token runs up to the first escape (\\n, \\", \\\\, \\u00e9) at most."""
+    while s < e and (esc := _escape_holding(text, s)):
+        s = esc[1]
+    if not multiline and (cut := text.find("\\", s, e)) != -1:
+        e = cut
+    while s < e and (esc := _escape_holding(text, e - 1)):
+        e = esc[0]
+    q = text.find('"', s, e)
+    while q != -1 and _escaped(text, q):
+        q = text.find('"', q + 1, e)
+    return s, (e if q == -1 else q)
+
+
+def replace_spans(text: str, finds: list[tuple[int, int, str]], counts: Counter) -> str:
+    """``text`` with each (start, end, kind) span, in order and not overlapping, made a placeholder."""
+    if not finds:
+        return text
+    out, last = [], 0
+    for s, e, kind in finds:
+        out += (text[last:s], PLACEHOLDER.format(kind))
+        last = e
+        counts[kind] += 1
+    return "".join(out) + text[last:]
+
+
+# ---------------------------------------------------------------- the redactor
+
+class Redactor:
+    """Replaces secrets with ``[REDACTED:<kind>]``; :attr:`counts` tallies replacements by kind.
+
+    Cheap to make: all instances share the rules, compiled once per process.
+    """
+
+    def __init__(self, engine: str | None = None) -> None:
+        self._rules = ruleset(engine)
+        self.counts: Counter[str] = Counter()
+
+    def redact(self, text: str) -> tuple[str, Counter[str]]:
+        """``text`` (plain text: a line, a file, a chunk) redacted, and the replacements of this call by kind."""
+        counts: Counter[str] = Counter()
+        out = self.run(text, False, counts)
+        self.counts.update(counts)
+        return out, counts
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret replaced (``text`` itself when it holds none)."""
+        return self.redact(text)[0]
+
+    def redact_json_line(self, line: str, found: frozenset[int] | None = None) -> str:
+        """One JSON document's text (a JSONL line or a whole file), redacted in its encoding.
+
+        A replacement never splits an escape sequence or crosses a string's quotes, and string
+        values under secret-naming keys become placeholders, so valid JSON stays valid. Should a
+        replacement break it all the same, the document is parsed, redacted as objects
+        (:meth:`redact_obj`) and serialised again. Encrypted reasoning is opaque: not scanned.
+        ``found``: the prefilter's rules for ``line``, when the caller has them already.
+        """
+        if found is None:
+            found = self._rules.prefilter.rules_in(line)
+            if not found:
+                return line
+        blobs: list[str] = []
+        masked = OPAQUE.sub(lambda m: blobs.append(m[2]) or m[1] + m[3], line) if OPAQUE_KEY in line else line
+        counts: Counter[str] = Counter()
+        out = self.run(masked, True, counts, found)
+        if not counts:
+            return line
+        if blobs:
+            rest = iter(blobs)
+            out = OPAQUE.sub(lambda m: m[1] + next(rest) + m[3], out)
+        try:
+            orjson.loads(out)
+        except orjson.JSONDecodeError:
+            try:
+                return orjson.dumps(self.redact_obj(orjson.loads(line))).decode()
+            except orjson.JSONDecodeError:
+                pass  # it was no JSON to begin with: the text redaction stands
+        self.counts.update(counts)
+        return out
+
+    def redact_jsonl(self, lines: Sequence[str]) -> list[str]:
+        """Many JSON documents (JSONL lines, no newline in any) redacted as :meth:`redact_json_line`
+        does, with one prefilter pass over all of them: the fast path for a chunk of a log."""
+        out = list(lines)
+        for i, found in self._rules.prefilter.rules_by_text(lines).items():
+            out[i] = self.redact_json_line(lines[i], found)
+        return out
+
+    def redact_many(self, texts: Sequence[str | None], json: bool = False) -> list[str | None]:
+        """Many texts (None passes through) redacted with one prefilter pass over all of them;
+        ``json``: each is a JSON document's text (:meth:`redact_json_line`), else plain text."""
+        out = list(texts)
+        present = [i for i, t in enumerate(texts) if t]
+        found_for = self._rules.prefilter.rules_by_text([texts[i] for i in present])
+        for k, found in found_for.items():
+            i = present[k]
+            out[i] = self.redact_json_line(texts[i], found) if json else self._plain(texts[i], found)
+        return out
+
+    def _plain(self, text: str, found: frozenset[int]) -> str:
+        counts: Counter[str] = Counter()
+        out = self.run(text, False, counts, found)
+        self.counts.update(counts)
+        return out
+
+    def redact_obj(self, obj):
+        """A copy of parsed JSON with every string redacted and secret-keyed strings replaced."""
+        if isinstance(obj, str):
+            return self.redact_text(obj)
+        if isinstance(obj, list):
+            return [self.redact_obj(v) for v in obj]
+        if isinstance(obj, dict):
+            return {k: v if k == OPAQUE_KEY[1:-1] else self._keyed(k, v) for k, v in obj.items()}
+        return obj
+
+    def _keyed(self, key, value):
+        kind = secret_key_kind(key) if isinstance(key, str) and isinstance(value, str) else None
+        if kind is None:
+            return self.redact_obj(value)
+        out = self.run(value, False, self.counts, named_only=True)
+        if out is value and keyed_value(value):
+            return replace_spans(value, [(0, len(value), kind)], self.counts)
+        return out
+
+    def run(self, text: str, json: bool, counts: Counter, found: frozenset[int] | None = None,
+            named_only: bool = False, depth: int = 0) -> str:
+        """``text`` redacted by the rules in ``found`` (by default, the prefilter's pick), counting
+        into ``counts``. ``json``: ``text`` is JSON text, redacted in its encoding."""
+        if found is None:
+            found = self._rules.prefilter.rules_in(text)
+        for rule in self._rules.selected(found):
+            if rule.late and named_only:
+                break
+            if rule is _STRUCTURED:
+                text = self._structured(text, counts)
+            elif not rule.required or any(r in text for r in rule.required):
+                text = self._apply(rule, text, json, counts)
+        if depth < 2 and (self._rules.b64 in found or self._rules.prefilter.name == "keywords"):
+            text = encoded.redact_base64(text, counts, lambda decoded: self._decoded_kind(decoded, depth))
+        return text
+
+    def _decoded_kind(self, decoded: str, depth: int) -> str | None:
+        """The kind of the first secret in a decoded base64 run, if it holds any."""
+        counts: Counter[str] = Counter()
+        self.run(decoded, False, counts, depth=depth + 1)
+        return next(iter(counts), None)
+
+    def _apply(self, rule: Rule, text: str, json: bool, counts: Counter) -> str:
+        finds = []
+        for m in rule.regex.finditer(text):
+            s, e = _secret_span(m, rule.secret_group)
+            if json:
+                s, e = _json_safe(text, s, e, rule.kind == "private_key")
+            if s < e and self._keep(rule, text[s:e], m):
+                finds.append((s, e, rule.kind))
+        return replace_spans(text, finds, counts)
+
+    def _keep(self, rule: Rule, secret: str, m: re.Match) -> bool:
+        """gitleaks' filters (entropy, a digit in generic secrets, allowlists), then our rule's own."""
+        if MARK in secret or (rule.entropy and entropy(secret) <= rule.entropy):
+            return False
+        if rule.id.startswith("generic") and not any(c.isdigit() for c in secret):
+            return False
+        if rule.accept and not rule.accept(m):
+            return False
+        text, start, end = m.string, m.start(), m.end()
+        if rule.context:  # the dropped [\w.-]{0,50}? prefix, for allowlists that read the match
+            start -= len(re.search(r"[\w.-]{0,50}\Z", text[max(0, start - 50):start], re.ASCII).group())
+        return not any(a.allows(secret, text, start, end) for a in (*self._rules.allow, *rule.allow))
+
+    def _structured(self, text: str, counts: Counter) -> str:
+        for pairs in JSON_PAIRS:
+            key, value = (2, 3) if pairs.groups == 3 else (1, 2)
+            finds = [(m.start(value), m.end(value), kind) for m in pairs.finditer(text)
+                     if (kind := secret_key_kind(m[key])) and keyed_value(m[value])]
+            text = replace_spans(text, finds, counts)
+        return text
+
+
+def default_redactor() -> Redactor:
+    """A new :class:`Redactor`, counts at zero, over the shared rules (compiled on first use)."""
+    return Redactor()

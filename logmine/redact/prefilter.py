@@ -1,0 +1,178 @@
+"""Which rules can match where: the cheap first pass before any Python regex runs.
+
+Two engines with one contract, :meth:`rules_in` (the rules that can match in a text) and
+:meth:`rules_by_text` (the same, for each of many texts):
+
+- :class:`HyperscanPrefilter` compiles every rule's regex in Hyperscan's *prefilter* mode (a
+  superset of the regex's matches: it never misses one) into one database and scans a whole
+  chunk in one pass at hundreds of MB/s. A rule whose regex Hyperscan cannot take stands in
+  through its keywords, or runs on every text holding a hit when it has none.
+- :class:`KeywordPrefilter`, the fallback when ``hyperscan`` is not installed: gitleaks' keyword
+  scheme (a rule runs on a text holding one of its keywords), with an Aho-Corasick automaton
+  (``pyahocorasick``) or, without it, one trie-shaped regex.
+
+Lengths in the Hyperscan pass count UTF-8 bytes where Python counts characters; the two agree on
+ASCII, which every secret format is.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+import threading
+from collections.abc import Sequence
+
+# A base64 run long enough to hold a key (64 characters = 48 bytes), at its start; a run of
+# Fernet ciphertext (gAAAAA…, encrypted reasoning) does not count.
+B64_RUN = rb"(?:^|[^A-Za-z0-9+/_\\-]|\\[nrt])[A-Za-z0-9+/_-]{64}"
+_FERNET = b"gAAAAA"
+
+
+def _trie(words) -> str:
+    """One regex for the longest of ``words`` at a position; ``re`` runs it far faster than a
+    flat alternation."""
+    firsts = sorted({w[0] for w in words if w})
+    alts = [re.escape(c) + _trie({w[1:] for w in words if w[:1] == c}) for c in firsts]
+    body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+    return "" if not alts else f"(?:{body})?" if "" in words else body
+
+
+class KeywordPrefilter:
+    """gitleaks' keyword scheme: a rule runs on a text that holds one of its keywords."""
+
+    name = "keywords"
+
+    def __init__(self, keywords: Sequence[Sequence[str]]) -> None:
+        """``keywords[i]``: rule i's lower-case keywords; a rule with none runs on every text."""
+        words = {k for ks in keywords for k in ks}
+        self._find = re.compile(_trie(words) or r"(?!)")
+        self._automaton = _automaton(words)
+        self._always = frozenset(i for i, ks in enumerate(keywords) if not ks)
+        # a keyword found stands for every keyword inside it ("sk_live" holds "sk"), and the scan,
+        # reporting the longest keyword at each start without overlaps, looks again wherever
+        # another keyword could start inside one found and run past its end
+        self._rules_for = {k: frozenset(i for i, ks in enumerate(keywords) if any(w in k for w in ks)) for k in words}
+        self._overlaps = {k: [o for o in range(1, len(k)) if any(w.startswith(k[o:]) and len(w) > len(k) - o
+                                                                 for w in words)] for k in words}
+
+    def rules_in(self, text: str) -> frozenset[int]:
+        low = text.lower()
+        if self._automaton is not None:  # every occurrence, overlaps included, in one C pass
+            found = {keyword for _, keyword in self._automaton.iter(low)}
+        else:
+            found = self.scan_keywords(low)
+        return self._always.union(*(self._rules_for[k] for k in found))
+
+    def rules_by_text(self, texts: Sequence[str]) -> dict[int, frozenset[int]]:
+        return {i: rules for i, text in enumerate(texts) if (rules := self.rules_in(text))}
+
+    def scan_keywords(self, low: str) -> set[str]:
+        """The keywords in ``low`` with the trie regex (when pyahocorasick is not installed)."""
+        found = set()
+        for m in self._find.finditer(low):
+            found.add(kw := m.group())
+            for o in self._overlaps[kw]:
+                if inner := self._find.match(low, m.start() + o):
+                    found.add(inner.group())
+        return found
+
+
+def _automaton(keywords: set[str]):
+    """An Aho-Corasick automaton of the keywords (pyahocorasick), about 3× faster than the trie
+    regex at finding them; None when the package is missing."""
+    try:
+        import ahocorasick
+    except ImportError:
+        return None
+    automaton = ahocorasick.Automaton()
+    for keyword in keywords:
+        automaton.add_word(keyword, keyword)
+    automaton.make_automaton()
+    return automaton
+
+
+def hyperscan_pattern(pattern: str) -> bytes:
+    """A Python ``re`` pattern of ours as Hyperscan reads it: named groups unnamed, the JSON-aware
+    leading boundary dropped (a prefilter may match more, never less)."""
+    from logmine.redact.gitleaks import BOUNDARY
+
+    pattern = pattern.replace(BOUNDARY, "")
+    pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)
+    return pattern.encode()
+
+
+class HyperscanPrefilter:
+    """All rule regexes in one Hyperscan database, scanned once per chunk."""
+
+    name = "hyperscan"
+
+    def __init__(self, patterns: Sequence[Sequence[str]], keywords: Sequence[Sequence[str]], b64: int) -> None:
+        """``patterns[i]``: the regexes (Python syntax) whose matches rule i can find; ``keywords[i]``
+        stand in for any that Hyperscan cannot compile; ``b64`` is the id reported for a base64 run."""
+        import hyperscan
+
+        self._b64 = b64
+        self._hyperscan, self._local = hyperscan, threading.local()  # one scratch space per thread
+        self._db = hyperscan.Database()
+        try:
+            self._always = self._compile(hyperscan, patterns, keywords, lambda _: True)
+        except hyperscan.error:  # find the patterns Hyperscan cannot take, one by one
+            self._always = self._compile(hyperscan, patterns, keywords, lambda p: _compiles(hyperscan, p))
+
+    def _compile(self, hyperscan, patterns, keywords, takes) -> set[int]:
+        """Compile the database; returns the rules that must run on every text with any hit."""
+        exprs, ids, flags, always = [], [], [], set()
+        base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
+        for i, pats in enumerate(patterns):
+            for pattern in map(hyperscan_pattern, pats):
+                if takes(pattern):
+                    exprs.append(pattern), ids.append(i), flags.append(base)
+                elif keywords[i]:
+                    for word in keywords[i]:
+                        exprs.append(re.escape(word).encode()), ids.append(i)
+                        flags.append(hyperscan.HS_FLAG_CASELESS)
+                else:
+                    always.add(i)
+        exprs.append(B64_RUN), ids.append(self._b64), flags.append(hyperscan.HS_FLAG_MULTILINE)
+        self._db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
+        return always
+
+    def _hits(self, data: bytes) -> list[tuple[int, int]]:
+        hits: list[tuple[int, int]] = []
+        b64 = self._b64
+
+        def found(rule: int, _start: int, end: int, _flags: int, _ctx) -> None:
+            if rule != b64 or data[end - 64:end - 58] != _FERNET:
+                hits.append((end, rule))
+
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hyperscan.Scratch(self._db)
+        self._db.scan(data, match_event_handler=found, scratch=scratch)
+        return hits
+
+    def rules_in(self, text: str) -> frozenset[int]:
+        hits = self._hits(text.encode("utf-8", "surrogatepass"))
+        return frozenset({rule for _, rule in hits} | (self._always if hits else set()))
+
+    def rules_by_text(self, texts: Sequence[str]) -> dict[int, frozenset[int]]:
+        """{index: rules that can match in ``texts[index]``}, for the texts with any; one scan for all."""
+        parts = [t.encode("utf-8", "surrogatepass") for t in texts]
+        hits = self._hits(b"\n".join(parts))
+        if not hits:
+            return {}
+        starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
+        by_text: dict[int, set[int]] = {}
+        for end, rule in hits:
+            by_text.setdefault(bisect.bisect_right(starts, end - 1) - 1, set()).add(rule)
+        return {i: frozenset(rules | self._always) for i, rules in by_text.items()}
+
+
+def _compiles(hyperscan, pattern: bytes) -> bool:
+    flags = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_MULTILINE
+    try:
+        hyperscan.Database().compile(expressions=[pattern], ids=[0], elements=1, flags=[flags])
+    except hyperscan.error:
+        return False
+    return True
