@@ -141,11 +141,15 @@ class SessionMapper:
     # -- record kinds -------------------------------------------------------------------------
 
     def _session_meta(self, p: dict, ctx: _Ctx) -> None:
-        self._emit(ctx, "session_meta", "session_meta")
-        if self.state.meta_seen:  # resumed/forked files repeat it; the first one names the file
+        sid = _text(p.get("id"), "id")
+        if self.state.meta_seen:  # resumed files repeat it; the first one names the file
+            _require(sid is None or sid == self.state.session_id,
+                     f"a second session_meta names session {sid} in the file of session {self.state.session_id}")
+            self._emit(ctx, "session_meta", "session_meta")
             return
+        self._emit(ctx, "session_meta", "session_meta")
         self.state.meta_seen = True
-        sid = _str(p.get("id")) or self.state.session_id
+        sid = sid or self.state.session_id
         self.state.session_id = sid
         for event in self.events:  # events before the header (rare) get the id too
             event["session_id"] = event["session_id"] or sid
@@ -165,9 +169,9 @@ class SessionMapper:
                 "source": source,
                 "parent_session_id": parent or _str(p.get("parent_thread_id")),
                 "forked_from_id": _str(p.get("forked_from_id")),
-                "model": _str(p.get("model")),
+                "model": _text(p.get("model"), "model"),
                 "model_provider": _str(p.get("model_provider")),
-                "cwd": _str(p.get("cwd")),
+                "cwd": _text(p.get("cwd"), "cwd"),
                 "git_commit": _str(git.get("commit_hash")),
                 "git_branch": _str(git.get("branch")),
                 "git_repo_url": _str(git.get("repository_url")),
@@ -196,7 +200,7 @@ class SessionMapper:
         elif kind == "web_search_call":
             action = p.get("action")
             self._emit(ctx, "tool_call", rt, role="assistant", tool_name="web_search", status=_str(p.get("status")),
-                       call_id=_str(p.get("call_id") or p.get("id")),
+                       call_id=_text(p.get("call_id") or p.get("id"), "call_id"),
                        arguments=None if action is None else orjson.dumps(action).decode())
         elif kind in ("compaction", "compaction_summary"):
             self._emit(ctx, "compaction", rt)
@@ -239,13 +243,13 @@ class SessionMapper:
                    injected_kind=injected)
 
     def _tool_call(self, p: dict, ctx: _Ctx, rt: str) -> None:
-        name = _str(p.get("name")) or ""
+        name = _text(p.get("name"), "name") or ""
         raw_input = p.get("input") if isinstance(p.get("input"), str) else None
         arguments = raw_input if raw_input is not None else _str(p.get("arguments"))
         args, status = _parse_arguments(arguments) if raw_input is None else ({}, None)
         shell = shell_call(name, args)
         command = shell.command if shell else None
-        call_id = _str(p.get("call_id")) or _str(p.get("id"))
+        call_id = _text(p.get("call_id"), "call_id") or _text(p.get("id"), "id")
         patch = patch_input(name, args, raw_input, command)
         ops = []
         if patch is not None:
@@ -263,15 +267,14 @@ class SessionMapper:
 
     def _tool_output(self, call_id, text: str, ctx: _Ctx, rt: str) -> None:
         out = parse_output(text)
-        self._emit(ctx, "tool_output", rt, role="tool", call_id=_str(call_id), text=out.body,
-                   exit_code=out.exit_code, duration_s=out.duration_s, exec_session_id=out.exec_session_id)
+        self._emit(ctx, "tool_output", rt, role="tool", call_id=_text(call_id, "call_id"), text=out.body,
+                   exit_code=_exit_code(out.exit_code), duration_s=out.duration_s, exec_session_id=out.exec_session_id)
 
     def _command_end(self, p: dict, ctx: _Ctx, rt: str) -> None:
         argv = p.get("command")
         command = shell_call("shell", {"command": argv}).command if argv is not None else None
-        exit_code = p.get("exit_code")
-        self._emit(ctx, "tool_output", rt, role="tool", call_id=_str(p.get("call_id")), command=command,
-                   text=_str(p.get("aggregated_output")), exit_code=exit_code if isinstance(exit_code, int) else None,
+        self._emit(ctx, "tool_output", rt, role="tool", call_id=_text(p.get("call_id"), "call_id"), command=command,
+                   text=_str(p.get("aggregated_output")), exit_code=_exit_code(p.get("exit_code")),
                    duration_s=duration_seconds(p.get("duration")), status=_str(p.get("status")),
                    exec_session_id=_str(p.get("process_id")))
 
@@ -335,6 +338,25 @@ def session_id_from_path(path: str) -> str:
 def _require(condition: bool, message: str) -> None:
     if not condition:
         raise RecordShapeError(message)
+
+
+def _text(value, name: str) -> str | None:
+    """A field that must be a string when present (ids, names, paths)."""
+    _require(value is None or isinstance(value, str), f"{name} is {type(value).__name__}, expected a string")
+    return value
+
+
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _exit_code(value) -> int | None:
+    """An exit code must be an integer that fits the int64 column."""
+    if value is None:
+        return None
+    _require(isinstance(value, int) and not isinstance(value, bool),
+             f"exit_code is {type(value).__name__}, expected an integer")
+    _require(_INT64[0] <= value <= _INT64[1], f"exit_code {value} is outside the int64 range")
+    return value
 
 
 def _str(value) -> str | None:

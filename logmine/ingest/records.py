@@ -46,8 +46,8 @@ class FileRecord:
     size: int
     mtime_ns: int
     consumed: int  # bytes read and turned into rows; the rest waits (an incomplete last line)
-    head_hash: str | None  # sha1 of the first and last 4 KiB read: unchanged means the file only grew
-    tail_hash: str | None
+    content_hash: str | None  # xxh3-128 of the ``consumed`` content bytes: unchanged means the file only grew
+    duplicate_of: str | None  # format 'duplicate': the file with the same content whose rows stand for it
     state: str | None  # the mapper's FileState as JSON, to resume the file
     pending_bytes: int = 0
     error: str | None = None

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from logmine.ingest.run import IngestSummary
-from logmine.store import CATALOG, StoreError
+from logmine.store import Store, StoreError
 
 _STATS_SQL = """
 WITH ev AS (
@@ -73,19 +73,14 @@ def render_summary(console: Console, summary: IngestSummary, store: Path) -> Non
 
 def stats(store: Path) -> dict:
     """Sessions, events, tool calls and genuine user messages by format and CLI version."""
-    try:
-        con = duckdb.connect(str(store / CATALOG), read_only=True)
-    except duckdb.Error as exc:
-        raise StoreError(f"cannot open catalog {store / CATALOG}: {exc}") from exc
-    try:
-        cursor = con.execute(_STATS_SQL)
-        names = [d[0] for d in cursor.description]
-        rows = [dict(zip(names, r)) for r in cursor.fetchall()]
-        quarantined = con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
-    except duckdb.Error as exc:
-        raise StoreError(f"cannot read store {store}: {exc}") from exc
-    finally:
-        con.close()
+    with Store(store, read_only=True) as opened:
+        try:
+            cursor = opened.con.execute(_STATS_SQL)
+            names = [d[0] for d in cursor.description]
+            rows = [dict(zip(names, r)) for r in cursor.fetchall()]
+            quarantined = opened.con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
+        except duckdb.Error as exc:
+            raise StoreError(f"cannot read store {store}: {exc}") from exc
     return {"by_version": rows, "quarantined_lines": quarantined}
 
 

@@ -85,13 +85,14 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     sizes = {path: st[0] for path, st in stats.items()}
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
+        originals = _Originals(known)
         if total_cb:
             total_cb(sum(sizes.values()))
         settled, tasks = [], []
         for p in files:  # unchanged files are settled here, without starting a worker
             prev = known.get(str(p))
             if unchanged(prev, *stats[str(p)]):
-                settled.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter()))
+                settled.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter(), save=False))
             else:
                 tasks.append(_Task(p, prev, store.new_gen(), config.max_line_bytes))
         listed = (_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
@@ -99,8 +100,9 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
         for outcome in itertools.chain(settled, _read_all(tasks, config.jobs, changed_bytes), listed):
+            outcome = originals.check(outcome)
             _account(summary, outcome)
-            if outcome.change != "unchanged":
+            if outcome.save:
                 batch.add(outcome)
             if progress:
                 progress(sizes.get(outcome.record.source_path, 0), outcome.record.source_path)
@@ -129,13 +131,16 @@ class _Outcome:
     bytes_read: int
     redactions: Counter
     quarantine_reasons: Counter
+    save: bool = True  # the record differs from the catalog's (a touched file's new mtime, say)
 
 
 def _read_one(task: _Task) -> _Outcome:
     """Read one file (in a worker process or in-process); a fresh Redactor counts this file only."""
     redactor = Redactor()
     result = read_file(task.path, task.prev, lambda: task.gen, redactor, task.max_line)
-    return _outcome(result, redactor.counts)
+    outcome = _outcome(result, redactor.counts)
+    outcome.save = result.change != "unchanged" or result.record != task.prev
+    return outcome
 
 
 def _outcome(result: FileResult, redactions: Counter) -> _Outcome:
@@ -175,6 +180,32 @@ def _account(summary: IngestSummary, outcome: _Outcome) -> None:
     summary.bytes_read += outcome.bytes_read
     if record.format:
         summary.formats[record.format] += 1
+
+
+class _Originals:
+    """Session files by content hash, so that a file with the same content as another is stored once.
+
+    The second path gets a ``files`` row of format ``duplicate`` naming the first in ``duplicate_of``,
+    and no rows of its own; it is read again (and compared again) when it changes.
+    """
+
+    def __init__(self, known: dict[str, FileRecord]):
+        self.by_hash = {r.content_hash: r.source_path for r in known.values()
+                        if r.content_hash and r.error is None and r.format in SESSION_FORMATS}
+
+    def check(self, outcome: _Outcome) -> _Outcome:
+        record = outcome.record
+        if not outcome.save or record.error or record.format not in SESSION_FORMATS or not record.content_hash:
+            return outcome
+        original = self.by_hash.setdefault(record.content_hash, record.source_path)
+        if original == record.source_path:
+            return outcome
+        dup = FileRecord(record.source_path, record.file_gen, "duplicate", record.size, record.mtime_ns,
+                         record.consumed, record.content_hash, original, None, record.pending_bytes, None)
+        return _Outcome(dup, outcome.change, {}, outcome.bytes_read, Counter(), Counter())
+
+
+SESSION_FORMATS = frozenset({"g0", "g1", "g2"})
 
 
 @dataclass

@@ -3,25 +3,35 @@
 Per line: decode UTF-8, redact, parse JSON, map. A line that fails any step becomes a quarantine row
 with the reason and a redacted excerpt; the file goes on. Redaction runs on the raw text before
 parsing, so every field derived from a line is already clean.
+
+Change detection: a file whose size and mtime are as recorded is not opened. Otherwise its content
+(decompressed, for ``.gz``/``.zst``) is hashed in full (xxh3-128) up to the byte read last time; the
+same hash means it only grew, so reading resumes there, else it is read again from the start. The
+hash covers every byte read, so a same-size edit anywhere is seen.
+
+The layout (one G0 JSON document, or JSON lines) is told from the first line's content: a G0
+document opens with ``{`` alone on its line or is one line with ``session`` and ``items``. A UTF-8
+byte-order mark at the start of the content is dropped.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
+import xxhash
 
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
-from logmine.ingest.reader import iter_lines
+from logmine.ingest.reader import ContentStream, iter_lines, open_content
 from logmine.ingest.records import EXCERPT_CHARS, FileRecord
 from logmine.ingest.redact import Redactor
 
-HASH_SPAN = 4096
 MAX_G0_BYTES = 1 << 30
+BOM = b"\xef\xbb\xbf"
+RESUMABLE = frozenset({"g1", "g2", "history"})  # formats read line by line, so a grown file resumes
 
 
 @dataclass
@@ -53,25 +63,32 @@ def read_file(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, 
     if st.st_size == 0:
         return bad_file(source, prev, new_gen, "empty file", st)
     try:
-        handle = open(path, "rb")
-    except OSError as exc:
-        return bad_file(source, prev, new_gen, f"cannot read file: {exc.strerror}", st)
-    with handle:
-        if prev and prev.error is None and prev.format != "g0" and _same_prefix(handle, prev, st.st_size):
-            if st.st_size == prev.consumed:
-                return FileResult(_replace(prev, size=st.st_size, mtime_ns=st.st_mtime_ns), "unchanged")
-            state = FileState.from_json(prev.state)
-            reader = _JsonlReader(source, state, prev.file_gen, redactor, max_line)
-            reader.read(handle, prev.consumed)
-            return reader.result(handle, st, "grown")
-        gen = new_gen()
-        change = "rewritten" if prev else "new"
-        if _looks_like_g0(handle, source):
-            return _read_g0(handle, source, gen, st, redactor, change)
-        state = FileState(format=None, session_id=session_id_from_path(source))
-        reader = _JsonlReader(source, state, gen, redactor, max_line)
-        reader.read(handle, 0)
-        return reader.result(handle, st, change)
+        return _read_changed(path, prev, new_gen, redactor, max_line, st)
+    except OSError as exc:  # unreadable, or a compressed stream that is corrupt (not merely cut short)
+        return bad_file(source, prev, new_gen, f"cannot read file: {exc.strerror or exc}", st)
+
+
+def _read_changed(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, max_line: int,
+                  st: os.stat_result) -> FileResult:
+    source = str(path)
+    if prev and prev.error is None and prev.format in RESUMABLE and prev.content_hash and prev.state:
+        with open_content(path) as content:
+            hasher = xxhash.xxh3_128()
+            _feed(content, hasher, prev.consumed)
+            if content.pos == prev.consumed and hasher.hexdigest() == prev.content_hash:
+                reader = _JsonlReader(source, FileState.from_json(prev.state), prev.file_gen, redactor, max_line)
+                reader.read(content, prev.consumed, hasher)
+                return reader.result(st, "grown" if reader.consumed > prev.consumed else "unchanged")
+    gen = new_gen()
+    change = "rewritten" if prev else "new"
+    if _is_g0(path, max_line):
+        with open_content(path) as content:
+            return _read_g0(content, source, gen, st, redactor, change)
+    with open_content(path) as content:
+        reader = _JsonlReader(source, FileState(format=None, session_id=session_id_from_path(source)), gen,
+                              redactor, max_line)
+        reader.read(content, 0, xxhash.xxh3_128())
+        return reader.result(st, change)
 
 
 def unchanged(prev: FileRecord | None, size: int, mtime_ns: int) -> bool:
@@ -90,18 +107,23 @@ class _JsonlReader:
         self.consumed = 0
         self.start = 0
 
-    def read(self, handle, start: int) -> None:
-        self.start = self.consumed = start
+    def read(self, content: ContentStream, start: int, hasher) -> None:
+        """Read lines from content byte ``start``; ``hasher`` holds the hash of the bytes before it."""
+        self.start = self.consumed = self.end = start
+        self.hasher = hasher
         state = self.mapper.state
-        for line in iter_lines(handle, start, self.max_line):
-            if not line.terminated and line.data is not None and not _is_json(line.data):
+        for line in iter_lines(content, start, self.max_line, hasher):
+            self.end = line.offset + line.length + (1 if line.terminated else 0)
+            if not line.terminated and line.data is not None and not _is_json(line.data.removeprefix(BOM)):
                 break  # a line still being written: it waits for the next run
+            if not line.terminated and line.data is not None:
+                hasher.update(line.data)
             state.line_no += 1
-            self.consumed = line.offset + line.length + (1 if line.terminated else 0)
+            self.consumed = self.end
             if line.data is None:
                 self._quarantine(line.offset, f"line of {line.length} bytes exceeds the {self.max_line}-byte limit", "")
             elif line.data.strip():
-                self._line(line.data, line.offset)
+                self._line(line.data.removeprefix(BOM) if line.offset == 0 else line.data, line.offset)
 
     def _line(self, data: bytes, offset: int) -> None:
         try:
@@ -136,15 +158,14 @@ class _JsonlReader:
             "reason": reason, "excerpt": excerpt[:EXCERPT_CHARS], "file_gen": self.mapper.file_gen,
         })
 
-    def result(self, handle, st: os.stat_result, change: str) -> FileResult:
+    def result(self, st: os.stat_result, change: str) -> FileResult:
         mapper = self.mapper
         state = mapper.state
         if not state.meta_seen and mapper.events and state.format in ("g1", "g2"):
             _headerless_session(mapper)
-        head, tail = _hashes(handle, self.consumed)
         record = FileRecord(
             mapper.source_path, mapper.file_gen, state.format, st.st_size, st.st_mtime_ns, self.consumed,
-            head, tail, state.to_json(), st.st_size - self.consumed, None,
+            self.hasher.hexdigest(), None, state.to_json(), self.end - self.consumed, None,
         )
         return FileResult(record, change, mapper.events, mapper.sessions, self.quarantine,
                           self.consumed - self.start)
@@ -159,20 +180,23 @@ def detect_format(source_path: str, first: dict) -> str:
     return "g1"
 
 
-def _read_g0(handle, source: str, gen: int, st: os.stat_result, redactor: Redactor, change: str) -> FileResult:
-    handle.seek(0)
-    data = handle.read(MAX_G0_BYTES + 1)
+def _read_g0(content: ContentStream, source: str, gen: int, st: os.stat_result, redactor: Redactor,
+             change: str) -> FileResult:
+    data = content.read(MAX_G0_BYTES + 1)
+    digest = xxhash.xxh3_128_hexdigest(data)
+
+    def record(state: str | None) -> FileRecord:
+        return FileRecord(source, gen, "g0", st.st_size, st.st_mtime_ns, len(data), digest, None, state, 0, None)
 
     def quarantine(reason: str, excerpt: str) -> FileResult:  # the whole document is one record
         row = {"source_path": source, "line_no": None, "byte_offset": 0, "reason": reason,
                "excerpt": excerpt[:EXCERPT_CHARS], "file_gen": gen}
-        return FileResult(_record(source, gen, "g0", st, len(data), None), change, quarantine=[row],
-                          bytes_read=len(data))
+        return FileResult(record(None), change, quarantine=[row], bytes_read=len(data))
 
     if len(data) > MAX_G0_BYTES:
         return quarantine(f"JSON document larger than {MAX_G0_BYTES} bytes", "")
     try:
-        text = data.decode("utf-8")
+        text = data.removeprefix(BOM).decode("utf-8")
     except UnicodeDecodeError as exc:
         return quarantine(f"invalid UTF-8 at byte {exc.start}", redactor.redact_text(data.decode("utf-8", "replace")))
     clean = redactor.redact_json_line(text)
@@ -188,8 +212,7 @@ def _read_g0(handle, source: str, gen: int, st: os.stat_result, redactor: Redact
         mapper.g0_document(doc if isinstance(doc, dict) else {}, raw_items)
     except (RecordShapeError, TypeError, AttributeError, ValueError, KeyError) as exc:
         return quarantine(f"unexpected document shape: {exc}", clean)
-    return FileResult(_record(source, gen, "g0", st, len(data), state.to_json()), change,
-                      mapper.events, mapper.sessions, bytes_read=len(data))
+    return FileResult(record(state.to_json()), change, mapper.events, mapper.sessions, bytes_read=len(data))
 
 
 def _headerless_session(mapper: SessionMapper) -> None:
@@ -214,18 +237,39 @@ def bad_file(source: str, prev: FileRecord | None, new_gen, reason: str, st=None
     return FileResult(record, "bad", quarantine=[row])
 
 
-def _record(source: str, gen: int, fmt: str, st, consumed: int, state: str | None) -> FileRecord:
-    return FileRecord(source, gen, fmt, st.st_size, st.st_mtime_ns, consumed, None, None, state, 0, None)
+def _is_g0(path: Path, max_line: int) -> bool:
+    """A G0 document is one line holding ``session`` and ``items``, or opens with ``{`` alone on its
+    first line and goes on with a line that is no JSON object of its own (pretty-printed). Anything
+    else is read as JSON lines, a broken first line included."""
+    seen = []
+    with open_content(path) as content:
+        for line in iter_lines(content, 0, max_line):
+            if line.data is None:
+                return False
+            text = (line.data.removeprefix(BOM) if line.offset == 0 else line.data).strip()
+            if text:
+                seen.append(_json_object(text))
+            if len(seen) == 2 or (seen and seen[0] is not None):
+                break
+    if not seen:
+        return False
+    if seen[0] is not None:
+        return {"session", "items"} <= seen[0].keys()
+    return _first_line_is_brace(path) and (len(seen) < 2 or seen[1] is None)
 
 
-def _replace(record: FileRecord, **changes) -> FileRecord:
-    return FileRecord(**{**vars(record), **changes})
+def _json_object(text: bytes) -> dict | None:
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
-def _looks_like_g0(handle, source: str) -> bool:
-    handle.seek(0)
-    head = handle.read(64).lstrip()
-    return source.endswith(".json") or head.startswith(b"{\n") or head.startswith(b"{\r\n")
+def _first_line_is_brace(path: Path) -> bool:
+    with open_content(path) as content:
+        head = content.read(64).removeprefix(BOM).lstrip(b" \t\r\n")
+    return head[:1] == b"{" and head[1:].lstrip(b" \t\r")[:1] == b"\n"
 
 
 def _is_json(data: bytes) -> bool:
@@ -236,15 +280,11 @@ def _is_json(data: bytes) -> bool:
     return True
 
 
-def _hashes(handle, consumed: int) -> tuple[str, str]:
-    handle.seek(0)
-    head = hashlib.sha1(handle.read(min(consumed, HASH_SPAN))).hexdigest()
-    start = max(0, consumed - HASH_SPAN)
-    handle.seek(start)
-    tail = hashlib.sha1(handle.read(consumed - start)).hexdigest()
-    return head, tail
-
-
-def _same_prefix(handle, prev: FileRecord, size: int) -> bool:
-    """The bytes read last time are still there: the file only grew (or was touched)."""
-    return size >= prev.consumed and _hashes(handle, prev.consumed) == (prev.head_hash, prev.tail_hash)
+def _feed(content: ContentStream, hasher, n: int) -> None:
+    """Hash the next ``n`` content bytes (fewer if the content ends first)."""
+    while n > 0:
+        chunk = content.read(min(n, 1 << 22))
+        if not chunk:
+            return
+        hasher.update(chunk)
+        n -= len(chunk)

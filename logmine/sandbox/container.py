@@ -67,7 +67,7 @@ def open_container(engine: str, source: Path, *, image: str | None, mount_at: st
     mount_at = normal
     if not engine_available(engine):
         raise SandboxError(f"the {engine} backend cannot run here: no {engine} engine is reachable")
-    identity, state = prepare(source, "python3", limits)
+    identity, state = prepare(source, "python3", limits, quota=False)
     backend = ContainerBackend(engine, image, state, mount_at, identity, limits, network)
     return IsolatedSandbox(state, backend, mount_at, limits)
 

@@ -16,12 +16,12 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
 from .inside import host_interpreter
+from .tmp import tagged_tempdir
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ETC_ENTRIES = (
@@ -63,7 +63,7 @@ def etc_view() -> str:
     symlinks. Empty ``passwd`` and ``group`` are mount points for each sandbox's own. The copy is
     made at the first sandbox of the process and removed at exit.
     """
-    root = Path(tempfile.mkdtemp(prefix="logmine-etc-"))
+    root = tagged_tempdir("logmine-etc-")
     atexit.register(_remove_from, os.getpid(), root)
     for pattern in ETC_ENTRIES:
         for path in sorted(glob.glob(f"/etc/{pattern}")):

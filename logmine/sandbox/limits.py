@@ -15,6 +15,8 @@ class Limits:
     (setrlimit); ``processes`` counts every process of the sandbox's user; ``wall_s`` ends the whole
     sandbox (its PID namespace) when exceeded. ``output_bytes`` caps the captured output: the first
     and last halves are kept. ``tmp_mb`` sizes the private ``/tmp`` (a tmpfs: host memory).
+    ``disk_mb`` is the quota of the whole writable workspace copy (a tmpfs when logmine runs as root;
+    see quota.py), for all the sandbox's commands together.
     """
 
     wall_s: float = 120.0
@@ -24,6 +26,7 @@ class Limits:
     file_mb: int = 1024
     output_bytes: int = 64_000
     tmp_mb: int = 512
+    disk_mb: int = 2048
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -16,14 +16,15 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from .identity import Identity, sandbox_identity
 from .inside import write_tools
 from .limits import Limits
+from .quota import mount_quota, unmount_quota
 from .result import SandboxError
+from .tmp import sweep_once, tagged_tempdir
 
 
 class Workspace:
@@ -33,15 +34,19 @@ class Workspace:
         self.root = root
         self.path = root / "workspace"
         self.identity = identity
+        self.quota = False  # the state directory is a size-limited tmpfs
 
     @classmethod
-    def create(cls, source: Path, identity: Identity) -> Workspace:
-        """Copy ``source`` into a fresh state directory. Raises SandboxError."""
+    def create(cls, source: Path, identity: Identity, disk_mb: int | None = None) -> Workspace:
+        """Copy ``source`` into a fresh state directory, a ``disk_mb`` tmpfs where logmine may mount
+        one (see quota.py). Stale state directories of dead processes are swept first. Raises SandboxError."""
         source = Path(source)
         if not source.is_dir():
             raise SandboxError(f"workspace source is not a directory: {source}")
-        root = Path(tempfile.mkdtemp(prefix="logmine-sandbox-"))
+        sweep_once()
+        root = tagged_tempdir("logmine-sandbox-")
         workspace = cls(root, identity)
+        workspace.quota = disk_mb is not None and mount_quota(root, disk_mb)
         try:
             shutil.copytree(source, workspace.path, symlinks=True, copy_function=_copy_regular)
             workspace.adopt()
@@ -74,7 +79,9 @@ class Workspace:
 
     def remove(self) -> None:
         """Delete the state directory, whatever the sandbox did to permissions inside it."""
-        _rmtree(self.root)
+        if self.quota:
+            unmount_quota(self.root)
+        remove_tree(self.root)
 
     def adopt(self) -> None:
         """Give the sandbox user everything in the copy that it does not own yet.
@@ -158,6 +165,11 @@ def _copy_regular(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
+def remove_tree(path: str | Path) -> None:
+    """Remove a directory tree that a sandbox may have made unwritable."""
+    _rmtree(path)
+
+
 def _rmtree(path: str | Path) -> None:
     """``shutil.rmtree`` (never follows symlinks) that also removes what a sandbox made unwritable."""
     if sys.version_info >= (3, 12):
@@ -179,8 +191,12 @@ def _force_remove(func, path: str, exc: BaseException) -> None:
 
 
 def prepare(source: Path, interpreter: str, limits: Limits,
-            extra: Callable[[Workspace, Identity], None] | None = None) -> tuple[Identity, Workspace]:
+            extra: Callable[[Workspace, Identity], None] | None = None,
+            quota: bool = True) -> tuple[Identity, Workspace]:
     """A fresh sandbox identity and a copy of ``source`` with the in-sandbox tools written beside it.
+
+    ``quota``: put the copy on a ``limits.disk_mb`` tmpfs (bwrap; a container engine's daemon may
+    not see a mount made in logmine's mount namespace, so container backends pass False).
 
     ``extra`` adds backend-specific files; any failure removes the copy and raises SandboxError.
     """
@@ -188,7 +204,7 @@ def prepare(source: Path, interpreter: str, limits: Limits,
         identity = sandbox_identity()
     except OSError as exc:
         raise SandboxError(str(exc)) from exc
-    state = Workspace.create(source, identity)
+    state = Workspace.create(source, identity, limits.disk_mb if quota else None)
     try:
         write_tools(state.root / "tool", interpreter, limits)
         if extra is not None:

@@ -33,22 +33,59 @@ TABLES: dict[str, TableSpec] = {
     # verifiers is exposed raw; the public `verifiers` view adds each candidate's verification status
     "verifiers": TableSpec(t.VERIFIERS, "seg_gen", "SELECT seg_gen FROM segmented", "_verifiers_raw"),
     "verifications": TableSpec(t.VERIFICATIONS, "verify_gen", "SELECT verify_gen FROM verified", "verifications"),
+    "environments": TableSpec(t.ENVIRONMENTS, "verify_gen", "SELECT verify_gen FROM verified", "environments"),
 }
 
 STATE_DDL = (
     # ingest: one row per source file: its generation, how far it was read, the mapper state to resume
     """CREATE TABLE IF NOT EXISTS files (
         source_path VARCHAR PRIMARY KEY, file_gen BIGINT, format VARCHAR, size BIGINT, mtime_ns BIGINT,
-        consumed BIGINT, head_hash VARCHAR, tail_hash VARCHAR, state VARCHAR, pending_bytes BIGINT,
+        consumed BIGINT, content_hash VARCHAR, duplicate_of VARCHAR, state VARCHAR, pending_bytes BIGINT,
         error VARCHAR)""",
     # segment: which state of each source file its tasks were cut from (re-cut when it changes)
     """CREATE TABLE IF NOT EXISTS segmented (
         source_path VARCHAR PRIMARY KEY, file_gen BIGINT, consumed BIGINT, seg_gen BIGINT, n_tasks BIGINT,
         no_task_reason VARCHAR)""",
     # verify: which segmentation of each task was verified, and whether its workspace was rebuilt
+    # (inputs: a fingerprint of what decided a not_rebuilt/unscored task, so a change redoes it)
     """CREATE TABLE IF NOT EXISTS verified (
-        task_id VARCHAR PRIMARY KEY, seg_gen BIGINT, verify_gen BIGINT, rebuilt BOOLEAN, reason VARCHAR)""",
+        task_id VARCHAR PRIMARY KEY, seg_gen BIGINT, verify_gen BIGINT, rebuilt BOOLEAN, reason VARCHAR,
+        inputs VARCHAR)""",
 )
+
+#: How the units whose rows sat in a lost part are marked for redoing, per generation column (the
+#: parameter is the part's list of generations). Ingest re-reads a file whose row has an error (the
+#: rows of its other parts stay visible until then); segment re-cuts, and verify re-verifies, a unit
+#: that has no state row.
+STALE_ERROR = "stale: a store part holding its rows was lost"
+STALE_SQL = {
+    "file_gen": f"UPDATE files SET error = '{STALE_ERROR}' WHERE file_gen IN (SELECT unnest(?::BIGINT[]))",
+    "seg_gen": "DELETE FROM segmented WHERE seg_gen IN (SELECT unnest(?::BIGINT[]))",
+    "verify_gen": "DELETE FROM verified WHERE verify_gen IN (SELECT unnest(?::BIGINT[]))",
+}
+
+
+def migrate_state(con) -> None:
+    """Bring an older catalog's state tables up to :data:`STATE_DDL`.
+
+    ``verified.inputs`` (what decided the task: repository mapping, search roots, environment mode)
+    is added empty, so a task that was not rebuilt or unscored before it existed is retried once.
+
+    ``files.head_hash``/``tail_hash`` (sha1 of the first and last 4 KiB read) became ``content_hash``
+    (xxh3-128 of every byte read) and ``duplicate_of``; the old hashes are dropped, so a file whose
+    size or mtime changes is compared in full and re-read.
+    """
+    columns = {c for (c,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = 'files'").fetchall()}
+    verified = {c for (c,) in con.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = 'verified'").fetchall()}
+    if "inputs" not in verified:  # the fingerprint of what decided each task (added for retries)
+        con.execute("ALTER TABLE verified ADD COLUMN inputs VARCHAR")
+    if "head_hash" in columns:
+        con.execute("ALTER TABLE files RENAME COLUMN head_hash TO content_hash")
+        con.execute("ALTER TABLE files RENAME COLUMN tail_hash TO duplicate_of")
+        con.execute("UPDATE files SET content_hash = NULL, duplicate_of = NULL")
+
 
 # A session's model is named by its turn_context lines; history.jsonl prompts make sessions of
 # their own (format 'history') so that prompts whose rollout is gone still have a session row.
@@ -100,7 +137,7 @@ LEFT JOIN polls p ON p.source_path = c.source_path AND p.exec_session_id = o.exe
 VERIFIERS_VIEW = """
 CREATE OR REPLACE VIEW verifiers AS
 SELECT v.*, r.status, r.status_reason, r.before_passed, r.after_passed, r.before_exit_code, r.after_exit_code,
-       r.before_s, r.after_s, r.before_excerpt, r.after_excerpt
+       r.before_s, r.after_s, r.before_excerpt, r.after_excerpt, r.env_mode, r.env_reason
 FROM _verifiers_raw v LEFT JOIN verifications r ON r.verifier_id = v.verifier_id AND r.seg_gen = v.seg_gen
 """
 

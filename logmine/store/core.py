@@ -9,6 +9,17 @@ Layout of ``DIR``::
     <table>/part-*.parquet  each row carries a generation (``file_gen``, ``seg_gen``): the version of
                             the unit (source file, segmented session) that produced it
 
+Relocation: the catalog records each part by its file name only; the views are rebuilt from the store's
+absolute path whenever it is opened (as temporary views when it is opened read-only), so a store works
+from any directory, after ``mv``, and a ``cp -r`` copy reads only its own parts. The views persisted
+in the catalog (for plain DuckDB readers) name absolute paths as of the last read-write open.
+
+Missing parts: each registered part is checked when the store opens (:mod:`.parts`: a stat and the
+Parquet magic). A missing or unreadable part is left out of the views and reported in
+:attr:`Store.problems` (and logged as a warning); a read-write open also unregisters it and marks the
+units whose rows it held for redoing (:data:`~logmine.store.catalog.STALE_SQL`), so the next ingest
+re-reads those source files.
+
 Crash safety: Parquet parts are written under a temporary name and renamed, then registered together
 with the new stage state in one DuckDB transaction. A process killed at any moment leaves either the
 old or the new catalog; unregistered parts are deleted when the store is next opened. A unit that is
@@ -19,6 +30,7 @@ disappear in the same transaction that adds the new ones.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import uuid
 from pathlib import Path
@@ -28,7 +40,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
-from logmine.store.catalog import STATE_DDL, TABLES, VIEWS
+from logmine.store.catalog import STALE_SQL, STATE_DDL, TABLES, VIEWS, migrate_state
+from logmine.store.parts import PartProblem, deep_problem, quick_problem
 
 CATALOG = "catalog.duckdb"
 #: Where a store lives when neither ``--store``, ``$LOGMINE_STORE`` nor a pipeline file says otherwise
@@ -37,6 +50,7 @@ DEFAULT_STORE = Path("logmine-store")
 
 _PARTS_DDL = "CREATE TABLE IF NOT EXISTS parts (table_name VARCHAR, path VARCHAR, gens BIGINT[])"
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value BIGINT)"
+log = logging.getLogger("logmine.store")
 
 
 class StoreError(LogmineError, RuntimeError):
@@ -47,32 +61,54 @@ class Store:
     """An open store; one writer at a time (guarded by a lock file)."""
 
     def __init__(self, root: Path, read_only: bool = False):
-        self.root = root
+        self.root = Path(root).absolute()
+        self.read_only = read_only
+        #: one line per registered part the views could not use, found when the store was opened
+        self.problems: list[str] = []
+        self.unusable_parts: list[PartProblem] = []  # the same, as records
+        self._unusable: set[tuple[str, str]] = set()
+        self._lock = self._take_lock(read_only)
         try:
-            root.mkdir(parents=True, exist_ok=True)
-            for table in TABLES:
-                (root / table).mkdir(exist_ok=True)
-            self._lock = open(root / ".lock", "a+")
+            self.con = duckdb.connect(str(self.root / CATALOG), read_only=read_only)
+        except duckdb.Error as exc:
+            self._lock.close()
+            raise StoreError(f"cannot open catalog {self.root / CATALOG}: {exc}") from exc
+        if read_only:
+            self._next_gen = 0
+            self._usable_parts()
+            self._create_views(temp=True)
+            return
+        for ddl in STATE_DDL:
+            self.con.execute(ddl)
+        self.con.execute(_PARTS_DDL)
+        self.con.execute(_META_DDL)
+        migrate_state(self.con)
+        row = self.con.execute("SELECT value FROM meta WHERE key = 'next_gen'").fetchone()
+        self._next_gen = row[0] if row else 1
+        self._ensure_empty_parts()
+        self._migrate_part_paths()
+        self._delete_orphans()
+        self.refresh_views()
+
+    def _take_lock(self, read_only: bool):
+        root = self.root
+        try:
+            if read_only:
+                if not (root / CATALOG).exists():
+                    raise StoreError(f"no logmine store at {root}", hint="run `logmine ingest` first")
+            else:
+                root.mkdir(parents=True, exist_ok=True)
+                for table in TABLES:
+                    (root / table).mkdir(exist_ok=True)
+            lock = open(root / ".lock", "a+")
         except OSError as exc:
             raise StoreError(f"cannot create store at {root}: {exc.strerror}") from exc
         try:
-            fcntl.flock(self._lock, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            fcntl.flock(lock, (fcntl.LOCK_SH if read_only else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
+            lock.close()
             raise StoreError(f"store {root} is in use by another logmine process") from exc
-        try:
-            self.con = duckdb.connect(str(root / CATALOG), read_only=read_only)
-        except duckdb.Error as exc:
-            raise StoreError(f"cannot open catalog {root / CATALOG}: {exc}") from exc
-        if not read_only:
-            for ddl in STATE_DDL:
-                self.con.execute(ddl)
-            self.con.execute(_PARTS_DDL)
-            self.con.execute(_META_DDL)
-            row = self.con.execute("SELECT value FROM meta WHERE key = 'next_gen'").fetchone()
-            self._next_gen = row[0] if row else 1
-            self._ensure_empty_parts()
-            self._delete_orphans()
-            self.refresh_views()
+        return lock
 
     def close(self) -> None:
         self.con.close()
@@ -167,22 +203,63 @@ class Store:
     # -- views ----------------------------------------------------------------------------------
 
     def refresh_views(self) -> None:
-        """(Re)create the views; paths are absolute, so this runs whenever the store is opened."""
-        self.con.execute("BEGIN TRANSACTION")
-        self._create_views()
-        self.con.execute("COMMIT")
+        """Check the parts, drop the unusable ones (marking their units stale), and rebuild the views."""
+        self.drop_parts(self._usable_parts())
 
-    def _create_views(self) -> None:
+    def drop_parts(self, problems: list[PartProblem]) -> None:
+        """Unregister unusable parts, mark the units whose rows they held for redoing, rebuild the views."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for problem in problems:
+                self._drop_part(problem)
+            self._create_views()
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def check_parts(self) -> list[PartProblem]:
+        """Every registered part read whole (slow; what ``logmine doctor`` runs)."""
+        rows = self.con.execute("SELECT table_name, path FROM parts ORDER BY table_name, path").fetchall()
+        return [p for t, name in rows if (p := deep_problem(self.root, t, name))]
+
+    def _usable_parts(self) -> list[PartProblem]:
+        """The registered parts that fail the cheap check, each reported once in :attr:`problems`."""
+        rows = self.con.execute("SELECT table_name, path FROM parts ORDER BY table_name, path").fetchall()
+        problems = [p for t, name in rows if (p := quick_problem(self.root, t, name.rsplit("/", 1)[-1]))]
+        self._unusable = {(p.table, p.name) for p in problems}
+        self.unusable_parts += problems
+        for problem in problems:
+            self.problems.append(problem.line())
+            log.warning("store %s: %s; left out of the views%s", self.root, problem.line(),
+                        "" if self.read_only else ", its units will be redone (re-run ingest)")
+        return problems
+
+    def _drop_part(self, problem: PartProblem) -> None:
         con = self.con
+        (gens,) = con.execute("SELECT gens FROM parts WHERE table_name = ? AND path = ?",
+                              [problem.table, problem.name]).fetchone()
+        con.execute(STALE_SQL[TABLES[problem.table].gen_column], [gens])
+        con.execute("DELETE FROM parts WHERE table_name = ? AND path = ?", [problem.table, problem.name])
+
+    def _migrate_part_paths(self) -> None:
+        """Catalogs that recorded a part by a longer path keep only its file name."""
+        self.con.execute("UPDATE parts SET path = regexp_replace(path, '^.*/', '') WHERE path LIKE '%/%'")
+
+    def _create_views(self, temp: bool = False) -> None:
+        con = self.con
+        unusable = self._unusable
+        kind = "TEMP VIEW" if temp else "VIEW"
         for name, spec in TABLES.items():
-            paths = [str(self.root / name / "_empty.parquet")]
-            paths += [str(self.root / name / p) for (p,) in con.execute(
+            names = [p.rsplit("/", 1)[-1] for (p,) in con.execute(
                 "SELECT path FROM parts WHERE table_name = ? ORDER BY path", [name]).fetchall()]
+            paths = [str(self.root / name / "_empty.parquet")]
+            paths += [str(self.root / name / p) for p in names if (name, p) not in unusable]
             listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-            con.execute(f"CREATE OR REPLACE VIEW {spec.view} AS SELECT * FROM read_parquet([{listing}]) "
+            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}]) "
                         f"WHERE {spec.gen_column} IN ({spec.live_gens})")
         for view in VIEWS:
-            con.execute(view)
+            con.execute(view.replace("CREATE OR REPLACE VIEW", f"CREATE OR REPLACE {kind}"))
 
 
 def fetch_dicts(cursor) -> list[dict]:

@@ -1,0 +1,63 @@
+"""Health of a store's Parquet parts: is every registered part there, and can it be read?
+
+The check at open is cheap (a stat and the 4-byte Parquet magic at both ends of each part); the deep
+check (:func:`deep_problem`) reads each part whole and is what ``logmine doctor`` runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True, slots=True)
+class PartProblem:
+    """A registered part the views cannot use."""
+
+    table: str
+    name: str  # file name inside the table's directory
+    kind: str  # missing | unreadable
+    detail: str = ""
+
+    @property
+    def path(self) -> str:
+        """The part's path relative to the store root."""
+        return f"{self.table}/{self.name}"
+
+    def line(self) -> str:
+        return f"part {self.path} is {self.kind}" + (f": {self.detail}" if self.detail else "")
+
+
+def quick_problem(root: Path, table: str, name: str) -> PartProblem | None:
+    """Missing, not a regular file, unreadable, or without the Parquet magic at either end."""
+    path = root / table / name
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+            size = handle.seek(0, 2)
+            if size >= 12:
+                handle.seek(size - 4)
+            tail = handle.read(4)
+    except FileNotFoundError:
+        return PartProblem(table, name, "missing")
+    except OSError as exc:
+        return PartProblem(table, name, "unreadable", exc.strerror or str(exc))
+    if size < 12 or head != _MAGIC or tail != _MAGIC:
+        return PartProblem(table, name, "unreadable", "not a Parquet file")
+    return None
+
+
+def deep_problem(root: Path, table: str, name: str) -> PartProblem | None:
+    """:func:`quick_problem`, then read the whole part."""
+    problem = quick_problem(root, table, name)
+    if problem:
+        return problem
+    try:
+        pq.read_table(root / table / name)
+    except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError) for a bad file
+        return PartProblem(table, name, "unreadable", " ".join(str(exc).split())[:200])
+    return None

@@ -1,0 +1,76 @@
+"""A store is a directory: it works from any cwd, after `mv`, and a `cp -r` copy is independent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from conftest import FIXTURES, query
+
+from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.report import stats
+from logmine.store import Store
+
+SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
+
+
+def _ingest_relative(tmp_path: Path) -> Path:
+    """Ingest with a cwd-relative store path, as `logmine ingest` run from a project directory does."""
+    work = tmp_path / "work"
+    work.mkdir()
+    old = os.getcwd()
+    os.chdir(work)
+    try:
+        ingest(IngestConfig(paths=(SESSION,), store=Path("store")))
+    finally:
+        os.chdir(old)
+    return work / "store"
+
+
+def _events(store: Path) -> int:
+    with Store(store, read_only=True) as opened:
+        return opened.con.execute("SELECT count(*) FROM events").fetchone()[0]
+
+
+def test_stats_by_absolute_path_from_another_cwd(tmp_path):
+    store = _ingest_relative(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    old = os.getcwd()
+    os.chdir(elsewhere)
+    try:
+        counts = stats(store)
+    finally:
+        os.chdir(old)
+    assert counts["by_version"] and counts["by_version"][0]["events"] > 0
+
+
+def test_persisted_part_paths_are_relative(tmp_path):
+    store = _ingest_relative(tmp_path)
+    paths = [r["path"] for r in query(store, "SELECT path FROM parts")]
+    assert paths and all("/" not in p for p in paths)
+
+
+def test_moved_store_reads_and_ingests(tmp_path):
+    store = _ingest_relative(tmp_path)
+    n = _events(store)
+    moved = tmp_path / "moved"
+    shutil.move(store, moved)
+    assert _events(moved) == n
+    assert stats(moved)["by_version"][0]["events"] == n
+    summary = ingest(IngestConfig(paths=(SESSION,), store=moved))
+    assert summary.changes["unchanged"] == 1 and _events(moved) == n
+
+
+def test_copy_is_independent_of_its_original(tmp_path):
+    store = _ingest_relative(tmp_path)
+    copy = tmp_path / "copy"
+    shutil.copytree(store, copy)
+    for part in (copy / "events").glob("part-*.parquet"):
+        part.unlink()
+    with Store(copy, read_only=True) as opened:  # never reads the original's events part
+        assert opened.con.execute("SELECT count(*) FROM events").fetchone()[0] == 0
+        assert any("events/part-" in p for p in opened.problems)
+    assert stats(copy)["by_version"][0]["events"] == 0
+    assert _events(store) > 0
