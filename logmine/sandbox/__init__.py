@@ -44,8 +44,15 @@ def open_sandbox(
     image: str | None = None,
     limits: Limits = Limits(),
     network: bool = False,
+    binds: tuple[tuple[str, str], ...] = (),
+    env: dict[str, str] | None = None,
 ) -> Sandbox:
     """Copy ``source`` (left untouched) and open a sandbox whose workspace is the copy at ``mount_at``.
+
+    ``binds`` are ``(host path, path inside)`` pairs mounted read-only after the workspace (so a
+    dependency directory can appear inside it), a host path that does not exist being skipped;
+    ``env`` adds variables to every command (a ``PATH`` there keeps the sandbox's tool directory
+    first). :mod:`logmine.environment` computes both for a task's software environment.
 
     Raises SandboxError when the backend cannot run here or the copy fails (retryable
     infrastructure), ValueError for a bad argument (unknown backend, ``mount_at`` colliding with a
@@ -55,9 +62,10 @@ def open_sandbox(
         reason = probe()
         if reason is not None:
             raise SandboxError(f"the bwrap backend cannot run here: {reason}")
-        return open_bwrap(Path(source), mount_at=mount_at, limits=limits, network=network)
+        return open_bwrap(Path(source), mount_at=mount_at, limits=limits, network=network, binds=binds, env=env)
     if backend in ENGINES:
-        return open_container(backend, Path(source), image=image, mount_at=mount_at, limits=limits, network=network)
+        return open_container(backend, Path(source), image=image, mount_at=mount_at, limits=limits, network=network,
+                              binds=binds, env=env)
     raise ValueError(f"unknown sandbox backend {backend!r}; expected one of {', '.join(BACKENDS)}")
 
 

@@ -32,7 +32,16 @@ from pathlib import Path
 
 from .hostview import SYSTEM_DIRS, host_view, python_roots, under, under_any
 from .identity import Identity, drop_argv
-from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, host_interpreter, patch_source, start_token, startup_env
+from .inside import (
+    PATCH_MOUNT,
+    TOOL_BIN,
+    TOOL_ROOT,
+    host_interpreter,
+    patch_source,
+    start_token,
+    startup_env,
+    with_tool_path,
+)
 from .isolated import IsolatedSandbox
 from .limits import MIB, Limits
 from .process import Launched, spawn
@@ -56,14 +65,18 @@ class Layout:
     etc: Path
     patch_source: Path
     mount_at: str
+    binds: tuple[tuple[str, str], ...] = ()  # read-only (host, inside), mounted after the workspace
+    env: tuple[tuple[str, str], ...] = ()  # variables for every command
 
 
-def open_bwrap(source: Path, *, mount_at: str, limits: Limits, network: bool) -> IsolatedSandbox:
+def open_bwrap(source: Path, *, mount_at: str, limits: Limits, network: bool,
+               binds: tuple[tuple[str, str], ...] = (), env: dict[str, str] | None = None) -> IsolatedSandbox:
     """Copy ``source`` and return a sandbox over the copy. Raises SandboxError or ValueError."""
     mount_at = check_mount_at(mount_at)
     identity, state = prepare(source, str(host_interpreter()), limits,
                               lambda ws, ident: _write_accounts(ws.root / "etc", ident))
-    layout = Layout(state.path, state.root / "tool", state.root / "etc", patch_source(), mount_at)
+    layout = Layout(state.path, state.root / "tool", state.root / "etc", patch_source(), mount_at,
+                    binds=tuple(b for b in binds if os.path.exists(b[0])), env=tuple(with_tool_path(env).items()))
     return IsolatedSandbox(state, BwrapBackend(layout, identity, limits, network), mount_at, limits)
 
 
@@ -87,7 +100,8 @@ class BwrapBackend:
                           tmp_mb=self._limits.tmp_mb)
         argv += [*drop_argv(self._identity), *inner]
         try:
-            return spawn(argv, {**BASE_ENV, **(env or {}), **startup_env(token)}, token=token, stdin=stdin,
+            return spawn(argv, {**BASE_ENV, **dict(self._layout.env), **(env or {}), **startup_env(token)},
+                         token=token, stdin=stdin,
                          pass_fds=(status_w,), kill=_killer(status_r), release=lambda: os.close(status_r))
         except OSError:
             os.close(status_r)
@@ -123,7 +137,10 @@ def bwrap_argv(layout: Layout, identity: Identity, *, network: bool, cwd: str, s
     plan.add("--tmpfs", "/tmp", before=("--size", str(tmp_mb * MIB), "--perms", "1777"), empty=True)
     plan.add("--dir", HOME, before=("--perms", "0777"), empty=True)
     plan.add("--bind", str(layout.workspace), layout.mount_at)
+    for source, dest in layout.binds:
+        plan.add("--ro-bind", source, dest)
     return [*argv, *plan.argv, "--chdir", cwd, "--"]
+
 
 
 class MountPlan:

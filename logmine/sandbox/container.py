@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import resource
 import secrets
 import shutil
 import signal
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from .hostview import under
 from .identity import Identity
-from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env
+from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env, with_tool_path
 from .isolated import IsolatedSandbox
 from .limits import MIB, Limits
 from .process import Launched, spawn
@@ -57,7 +58,8 @@ def engine_available(engine: str) -> bool:
 
 
 def open_container(engine: str, source: Path, *, image: str | None, mount_at: str, limits: Limits,
-                   network: bool) -> IsolatedSandbox:
+                   network: bool, binds: tuple[tuple[str, str], ...] = (),
+                   env: dict[str, str] | None = None) -> IsolatedSandbox:
     """Copy ``source``; the container itself starts with the first command. Raises SandboxError."""
     if not image:
         raise ValueError(f"the {engine} backend needs an image (the task's env_config)")
@@ -68,7 +70,8 @@ def open_container(engine: str, source: Path, *, image: str | None, mount_at: st
     if not engine_available(engine):
         raise SandboxError(f"the {engine} backend cannot run here: no {engine} engine is reachable")
     identity, state = prepare(source, "python3", limits, quota=False)
-    backend = ContainerBackend(engine, image, state, mount_at, identity, limits, network)
+    backend = ContainerBackend(engine, image, state, mount_at, identity, limits, network,
+                               binds=tuple(b for b in binds if os.path.exists(b[0])), env=with_tool_path(env))
     return IsolatedSandbox(state, backend, mount_at, limits)
 
 
@@ -76,7 +79,10 @@ class ContainerBackend:
     """Implements :class:`~logmine.sandbox.protocol.Backend` with a docker or podman engine."""
 
     def __init__(self, engine: str, image: str, state: Workspace, mount_at: str, identity: Identity,
-                 limits: Limits, network: bool) -> None:
+                 limits: Limits, network: bool, *, binds: tuple[tuple[str, str], ...] = (),
+                 env: dict[str, str] | None = None) -> None:
+        self._binds = binds
+        self._env = dict(env or {})
         self._engine = engine
         self._image = image
         self._state = state
@@ -89,7 +95,7 @@ class ContainerBackend:
     def launch(self, inner: list[str], cwd: str, env: dict[str, str] | None, stdin: int) -> Launched:
         name = self._ensure_container()
         token = start_token()
-        argv = exec_argv(self._engine, name, cwd=cwd, env={**BASE_ENV, **(env or {}), **startup_env(token)},
+        argv = exec_argv(self._engine, name, cwd=cwd, env={**BASE_ENV, **self._env, **(env or {}), **startup_env(token)},
                          interactive=stdin == subprocess.PIPE, inner=inner)
         return spawn(argv, dict(os.environ), token=token, stdin=stdin, kill=self._killer(name))
 
@@ -107,7 +113,7 @@ class ContainerBackend:
             argv = create_argv(self._engine, name, self._image, workspace=self._state.path,
                                tool=self._state.root / "tool", patch_src=patch_source(), mount_at=self._mount_at,
                                identity=self._identity, limits=self._limits, network=self._network,
-                               rootless=os.geteuid() != 0)
+                               rootless=os.geteuid() != 0, binds=self._binds)
             try:
                 done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       timeout=ENGINE_TIMEOUT_S)
@@ -141,9 +147,15 @@ class ContainerBackend:
 
 
 def create_argv(engine: str, name: str, image: str, *, workspace: Path, tool: Path, patch_src: Path,
-                mount_at: str, identity: Identity, limits: Limits, network: bool, rootless: bool) -> list[str]:
-    """``ENGINE run`` of the long-lived container (it only sleeps; commands come through exec)."""
+                mount_at: str, identity: Identity, limits: Limits, network: bool, rootless: bool,
+                binds: tuple[tuple[str, str], ...] = ()) -> list[str]:
+    """``ENGINE run`` of the long-lived container (it only sleeps; commands come through exec).
+
+    Every ulimit is explicit, ``nofile`` included: once any ``--ulimit`` is given, podman asks for
+    nofile/nproc of 1048576 for the rest, which hosts that cannot raise RLIMIT_NOFILE refuse.
+    """
     cpu, fsize, procs = limits.cpu_s, limits.file_mb * MIB, limits.processes
+    files = nofile_limit()
     argv = [
         engine, "run", "--detach", "--rm", "--name", name, "--init", "--hostname", "sandbox",
         "--user", f"{identity.uid}:{identity.gid}",
@@ -152,7 +164,7 @@ def create_argv(engine: str, name: str, image: str, *, workspace: Path, tool: Pa
         "--pids-limit", str(procs),
         "--memory", f"{limits.memory_mb}m", "--memory-swap", f"{limits.memory_mb}m",
         "--ulimit", f"cpu={cpu}:{cpu + 1}", "--ulimit", f"fsize={fsize}:{fsize}",
-        "--ulimit", f"nproc={procs}:{procs}", "--ulimit", "core=0:0",
+        "--ulimit", f"nproc={procs}:{procs}", "--ulimit", f"nofile={files}:{files}", "--ulimit", "core=0:0",
     ]
     if not network:
         argv += ["--network", "none"]
@@ -162,10 +174,17 @@ def create_argv(engine: str, name: str, image: str, *, workspace: Path, tool: Pa
         "--volume", f"{workspace}:{mount_at}:rw",
         "--volume", f"{tool}:{TOOL_ROOT}:ro",
         "--volume", f"{patch_src}:{PATCH_MOUNT}:ro",
+        *[arg for source, dest in binds for arg in ("--volume", f"{source}:{dest}:ro")],
         "--workdir", mount_at,
         "--entrypoint", "sh", image, "-c", KEEP_ALIVE,
     ]
     return argv
+
+
+def nofile_limit(wanted: int = 4096) -> int:
+    """Open files per container process: ``wanted``, or this host's hard limit when lower."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
 def exec_argv(engine: str, name: str, *, cwd: str, env: dict[str, str], interactive: bool,

@@ -73,3 +73,11 @@ def write_tools(root: Path, interpreter: str, limits: Limits) -> Path:
         path.write_text(text)
         path.chmod(mode)
     return root
+
+
+def with_tool_path(env: dict[str, str] | None) -> dict[str, str]:
+    """``env`` with the sandbox's tool directory (``apply_patch``) first on any ``PATH`` it sets."""
+    env = dict(env or {})
+    if "PATH" in env:
+        env["PATH"] = ":".join([TOOL_BIN] + [p for p in env["PATH"].split(":") if p and p != TOOL_BIN])
+    return env

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from logmine.sandbox import Limits, SandboxError, available_backends, open_sandbox
-from logmine.sandbox.container import ENGINES, create_argv, engine_available, exec_argv
+from logmine.sandbox.container import ENGINES, create_argv, engine_available, exec_argv, nofile_limit
 from logmine.sandbox.identity import Identity
 
 IMAGE = os.environ.get("LOGMINE_SANDBOX_TEST_IMAGE", "python:3.11-slim")
@@ -40,7 +40,9 @@ def test_the_container_is_isolated_and_limited_like_bwrap():
     assert _pairs(argv, "--cap-drop") == ["ALL"] and _pairs(argv, "--security-opt") == ["no-new-privileges"]
     assert _pairs(argv, "--pids-limit") == ["32"]
     assert _pairs(argv, "--memory") == ["256m"] and _pairs(argv, "--memory-swap") == ["256m"]
-    assert _pairs(argv, "--ulimit") == ["cpu=10:11", f"fsize={2 << 20}:{2 << 20}", "nproc=32:32", "core=0:0"]
+    files = nofile_limit()  # explicit, or podman asks for 1048576 (issue 13)
+    assert _pairs(argv, "--ulimit") == ["cpu=10:11", f"fsize={2 << 20}:{2 << 20}", "nproc=32:32",
+                                        f"nofile={files}:{files}", "core=0:0"]
     assert _pairs(argv, "--tmpfs") == ["/tmp:rw,exec,nosuid,nodev,size=16m,mode=1777"]
     assert _pairs(argv, "--volume") == ["/state/workspace:/home/dev/proj:rw", "/state/tool:/opt/logmine:ro",
                                         "/src/logmine/patch:/opt/logmine/lib/logmine/patch:ro"]
@@ -106,3 +108,11 @@ def test_a_container_sandbox_end_to_end(engine, tmp_path):
         assert box.run("yes | head -c 10000000").truncated
         box.install_files({"test_hidden.py": "print('graded')\n"})
         assert box.run("python3 test_hidden.py").output == "graded\n"
+
+
+def test_environment_binds_are_read_only_volumes():
+    argv = create_argv("podman", "c1", "img:1", workspace=Path("/state/workspace"), tool=Path("/state/tool"),
+                       patch_src=Path("/src/logmine/patch"), mount_at="/home/dev/proj",
+                       identity=USER, limits=Limits(), network=False, rootless=False,
+                       binds=(("/cache/env/.venv", "/home/dev/proj/.venv"),))
+    assert _pairs(argv, "--volume")[-1] == "/cache/env/.venv:/home/dev/proj/.venv:ro"
