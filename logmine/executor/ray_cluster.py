@@ -12,6 +12,7 @@ same paths, bubblewrap or the container engine — is ``docs/distributed.md``'s 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -50,6 +51,7 @@ class RayExecutor:
         ray = _ray()
         self._ray = ray
         address = address or os.environ.get("RAY_ADDRESS") or "auto"
+        _reachable(address)
         try:
             if not ray.is_initialized():
                 ray.init(address=address, logging_level="ERROR", log_to_driver=False,
@@ -124,6 +126,18 @@ class RayExecutor:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast on a ``HOST:PORT`` nobody listens at (``ray.init`` would retry for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto", "local": Ray finds (or refuses) the cluster itself
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ExecutorError(f"cannot connect to a Ray cluster at {address}: {exc.strerror or exc}",
+                            "start one with `ray start --head`, or pass --ray-address HOST:PORT") from exc
 
 
 def _probe(probe: Callable[[], str | None]) -> str | None:
