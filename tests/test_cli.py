@@ -13,7 +13,9 @@ import pytest
 from conftest import query
 from typer.testing import CliRunner
 
-from logmine.cli import app, ingest_cmd
+from logmine.cli import app
+from logmine.cli.ingest import ingest_cmd
+from logmine.ingest import IngestConfig
 
 runner = CliRunner()
 ROOT = Path(__file__).parent.parent
@@ -101,9 +103,15 @@ def test_store_env_var_and_console_script(tmp_path):
 def test_pipeline_defaults_match_the_flags():
     config = tomllib.loads((ROOT / "pipelines/codex-default.toml").read_text())["ingest"]
     params = inspect.signature(ingest_cmd).parameters
-    assert str(params["store"].default) == config["store"]
-    assert params["max_line_mb"].default == config["max_line_mb"]
-    assert params["batch_mb"].default == config["batch_mb"]
+    # the flags default to None: IngestConfig holds the defaults, and --help shows them
+    assert all(params[name].default is None for name in ("store", "max_line_mb", "batch_mb"))
+    defaults = IngestConfig()
+    assert str(defaults.store) == config["store"]
+    assert defaults.max_line_bytes >> 20 == config["max_line_mb"]
+    assert defaults.batch_bytes >> 20 == config["batch_mb"]
+    shown = " ".join(runner.invoke(app, ["ingest", "--help"], terminal_width=200).output.split())
+    for value in (config["store"], config["max_line_mb"], config["batch_mb"]):
+        assert f"[default: ({value})]" in shown
 
 
 def test_segment_demo(tmp_path):

@@ -75,6 +75,10 @@ class Executor(Protocol):
         """The nodes units may run on."""
         ...
 
+    def check_nodes(self, probe: Callable[[], str | None]) -> dict[str, str]:
+        """Run ``probe`` on every node; raise :class:`ExecutorError` naming the first node it fails on."""
+        ...
+
     def close(self) -> None: ...
 
 

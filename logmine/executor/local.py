@@ -8,7 +8,7 @@ from concurrent.futures import Executor as _PoolExecutor
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from typing import Any
 
-from logmine.executor import Done, here, run_placed
+from logmine.executor import Done, ExecutorError, here, run_placed
 
 
 class LocalExecutor:
@@ -53,6 +53,13 @@ class LocalExecutor:
 
     def nodes(self) -> list[str]:
         return [here().node]
+
+    def check_nodes(self, probe: Callable[[], str | None]) -> dict[str, str]:
+        """Run ``probe`` here (None: fine, else the reason, raised as :class:`ExecutorError`)."""
+        reason = probe()
+        if reason:
+            raise ExecutorError(f"node {here().node}: {reason}")
+        return {here().node: "ok"}
 
     def close(self) -> None:
         if self._pool is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import multiprocessing
 import os
@@ -15,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from logmine.errors import LogmineError
+from logmine.executor import ExecutorConfig, ExecutorError, make_executor
 from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.redact import Redactor
@@ -37,6 +39,7 @@ class IngestConfig:
     max_line_bytes: int = 32 << 20  # longer lines are quarantined without being loaded
     batch_bytes: int = 64 << 20  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
+    executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
 
 
 @dataclass
@@ -99,7 +102,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
                   for b in bad_paths)
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
-        for outcome in itertools.chain(settled, _read_all(tasks, config.jobs, changed_bytes), listed):
+        for outcome in itertools.chain(settled, _read_all(tasks, config, changed_bytes), listed):
             outcome = originals.check(outcome)
             _account(summary, outcome)
             if outcome.save:
@@ -150,8 +153,13 @@ def _outcome(result: FileResult, redactions: Counter) -> _Outcome:
     return _Outcome(result.record, result.change, tables, result.bytes_read, Counter(redactions), reasons)
 
 
-def _read_all(tasks: list[_Task], jobs: int, total_bytes: int) -> Iterator[_Outcome]:
-    """Outcomes in task order; files are read by ``jobs`` worker processes when it pays off."""
+def _read_all(tasks: list[_Task], config: IngestConfig, total_bytes: int) -> Iterator[_Outcome]:
+    """Outcomes in task order; files are read by ``jobs`` worker processes when it pays off, or by
+    the Ray cluster's workers (each reads a file and sends its Arrow tables back to this driver)."""
+    if config.executor.kind != "local" and tasks:
+        yield from _read_remote(tasks, config.executor)
+        return
+    jobs = config.jobs
     if jobs <= 1 or len(tasks) < 2 or total_bytes < PARALLEL_MIN_BYTES:
         yield from map(_read_one, tasks)
         return
@@ -160,6 +168,25 @@ def _read_all(tasks: list[_Task], jobs: int, total_bytes: int) -> Iterator[_Outc
     context.set_forkserver_preload(["logmine.ingest.run"])
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         yield from pool.map(_read_one, tasks, chunksize=1)
+
+
+def _read_remote(tasks: list[_Task], executor_config: ExecutorConfig) -> Iterator[_Outcome]:
+    executor = make_executor(executor_config)
+    try:
+        sample = tuple(sorted({str(t.path) for t in tasks})[:32])
+        executor.check_nodes(functools.partial(inputs_missing, sample))
+        for done in executor.map(_read_one, tasks, ordered=True):
+            if done.error is not None:
+                raise ExecutorError(f"reading {tasks[done.index].path} failed on {done.placement}: {done.error}")
+            yield done.result
+    finally:
+        executor.close()
+
+
+def inputs_missing(paths: tuple[str, ...]) -> str | None:
+    """A node's check: every input must be readable at the same path as on the driver."""
+    missing = [p for p in paths if not os.access(p, os.R_OK)]
+    return None if not missing else f"{len(missing)} input files are not readable here, e.g. {missing[0]}"
 
 
 def _account(summary: IngestSummary, outcome: _Outcome) -> None:

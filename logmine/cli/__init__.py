@@ -1,0 +1,13 @@
+"""The ``logmine`` command line: thin typer commands over the library.
+
+Each command parses its flags into the stage's config dataclass and calls one library function.
+The app and its root options are in :mod:`.main`; the shared pieces in :mod:`.output` (consoles,
+progress bars), :mod:`.options` (shared options, flags → config) and :mod:`.errors` (the one error
+path: ``Error: …`` on stderr, never a bare traceback); one module per command group registers its
+commands on the app when imported here.
+"""
+
+from logmine.cli import evaluate, export, ingest, run, segment, train, verify  # noqa: F401 - registers the commands
+from logmine.cli.main import app
+
+__all__ = ["app"]

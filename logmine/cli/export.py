@@ -1,0 +1,119 @@
+"""``logmine export tmax`` and ``logmine export sft``: tasks as RL rows with task bundles, or SFT data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from logmine.cli.main import app
+from logmine.cli.options import (
+    JsonOpt,
+    QuietOpt,
+    RepoMapOpt,
+    StoreOpt,
+    field_default,
+    given,
+    parse_repo_map,
+    store_path,
+)
+from logmine.cli.output import counting_progress, out
+from logmine.export.sft import SftExportConfig, export_sft
+from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+export_app = typer.Typer(help="Export tasks as training data: TMax RL rows with task bundles, or SFT data.",
+                         no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+def _tmax_default(name: str) -> str:
+    return str(field_default(TmaxExportConfig, name))
+
+
+def _sft_default(name: str) -> str:
+    return str(field_default(SftExportConfig, name))
+
+
+@export_app.command("tmax")
+def export_tmax_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (data/, tasks/, task-data.tar.gz).")],
+    store: StoreOpt = None,
+    repo_map: RepoMapOpt = None,
+    include_unvalidated: Annotated[Optional[bool], typer.Option(
+        help="Also export tasks whose candidates were not validated (marked in `source`).",
+        show_default=_tmax_default("include_unvalidated"))] = None,
+    image: Annotated[Optional[str], typer.Option(
+        help="Base image of the task environments.", show_default=_tmax_default("image"))] = None,
+    env_name: Annotated[Optional[str], typer.Option(
+        help="env_config.env_name of the rows.", show_default=_tmax_default("env_name"))] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """TMax RL rows (messages, ground_truth, dataset, env_config, source) with a Harbor-style task
+    bundle per row (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh)."""
+    config = TmaxExportConfig(store=store_path(store), out=out_dir, **given(
+        repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image, env_name=env_name))
+    summary = export_tmax(config)
+    if as_json:
+        out.print_json(json.dumps({
+            "out": str(out_dir), "rows": summary.rows, "unvalidated": summary.unvalidated,
+            "skipped_tasks": dict(summary.skipped), "credential_files_left_out": summary.left_out_files,
+            "redactions": dict(summary.redactions)}))
+        return
+    out.print(f"[bold]logmine export tmax[/]: {summary.rows} rows ({summary.unvalidated} unvalidated) → {out_dir}",
+              highlight=False, soft_wrap=True)
+    for reason, n in summary.skipped.most_common():
+        out.print(f"  skipped {n} task(s): {reason}", highlight=False, soft_wrap=True)
+    out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "
+              f"redactions: {sum(summary.redactions.values())}", highlight=False)
+
+
+@export_app.command("sft")
+def export_sft_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output dataset directory (data/, tokens/, README.md).")],
+    store: StoreOpt = None,
+    lam: Annotated[Optional[float], typer.Option(
+        "--lambda", help="ActObs λ: loss weight of observation tokens (0: action-only SFT).", min=0.0,
+        show_default=_sft_default("lam"))] = None,
+    tokenizer: Annotated[Optional[Path], typer.Option(
+        help="Local tokenizer directory: also write input_ids, loss_weights and per-token source.")] = None,
+    min_verifier: Annotated[Optional[str], typer.Option(
+        help="validated, candidate or any.", show_default=_sft_default("min_verifier"))] = None,
+    tools: Annotated[Optional[str], typer.Option(
+        help="canonical (bash + apply_patch) or raw (Codex's tool names).", show_default=_sft_default("tools"))] = None,
+    reasoning: Annotated[Optional[str], typer.Option(
+        help="drop, or summary (kept as reasoning_content).", show_default=_sft_default("reasoning"))] = None,
+    on_unstable: Annotated[Optional[str], typer.Option(
+        help="A conversation whose rendering is not prefix-stable: drop, or split (one example per turn).",
+        show_default=_sft_default("on_unstable"))] = None,
+    max_chars: Annotated[Optional[int], typer.Option(help="Drop conversations longer than this.", min=1)] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(help="Drop token examples longer than this.", min=1)] = None,
+    dedupe: Annotated[Optional[bool], typer.Option(
+        help="Export identical conversations once.", show_default=_sft_default("dedupe"))] = None,
+    overwrite: Annotated[Optional[bool], typer.Option(
+        help="Replace a non-empty output directory.", show_default=_sft_default("overwrite"))] = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """ActObs-weighted SFT data: one chat example per task (messages + tools), and with --tokenizer the
+    token-level form (action 1, observation λ, scaffold 0), as a Hugging Face dataset directory."""
+    config = SftExportConfig(store=store_path(store), out=out_dir, **given(
+        min_verifier=min_verifier, tools=tools, reasoning=reasoning, tokenizer=tokenizer, lam=lam,
+        on_unstable=on_unstable, max_chars=max_chars, max_tokens=max_tokens, dedupe=dedupe, overwrite=overwrite))
+    progress, report = counting_progress("export sft", "tasks", show=not quiet and not as_json)
+    with progress:
+        summary = export_sft(config, progress=report)
+    if as_json:
+        out.print_json(json.dumps({
+            "out": str(out_dir), "tasks": summary.tasks, "examples": summary.examples,
+            "token_examples": summary.token_examples, "duplicates": summary.duplicates,
+            "dropped": dict(summary.dropped), "unstable": dict(summary.unstable), "tokens": dict(summary.tokens),
+            "elapsed_s": round(summary.elapsed_s, 3)}))
+        return
+    out.print(f"[bold]logmine export sft[/]: {summary.examples} examples ({summary.token_examples} tokenized) "
+              f"from {summary.tasks} tasks → {out_dir}", highlight=False, soft_wrap=True)
+    for reason, n in summary.dropped.most_common():
+        out.print(f"  dropped {n} task(s): {reason}", highlight=False, soft_wrap=True)
+    if summary.tokens:
+        out.print("  tokens: " + ", ".join(f"{k} {v}" for k, v in summary.tokens.most_common()), highlight=False)

@@ -1,0 +1,82 @@
+"""``logmine ingest`` and ``logmine stats``: read session logs into the store, count what it holds."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from logmine.cli.errors import fail, with_hints
+from logmine.cli.main import app
+from logmine.cli.options import JsonOpt, QuietOpt, StoreOpt, field_default, given, store_path
+from logmine.cli.output import bytes_progress, out
+from logmine.demo import DEMO_INPUTS
+from logmine.ingest import IngestConfig, NothingToIngest, ingest
+from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
+
+MIB_SHIFT = 20  # the flags count MiB, the config bytes
+
+
+def _mib(value: int | None) -> int | None:
+    return None if value is None else value << MIB_SHIFT
+
+
+@app.command("ingest")
+@with_hints({NothingToIngest: "pass session files or directories, or --demo"})
+def ingest_cmd(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Session files or directories (recursive). Default: $CODEX_HOME (else ~/.codex): "
+             "sessions/, archived_sessions/, history.jsonl.", show_default=False)] = None,
+    store: StoreOpt = None,
+    demo: Annotated[bool, typer.Option("--demo", help="Ingest the small demo corpus shipped with logmine.")] = False,
+    max_line_mb: Annotated[Optional[int], typer.Option(
+        help="Quarantine lines longer than this many MiB.", min=1,
+        show_default=str(field_default(IngestConfig, "max_line_bytes") >> MIB_SHIFT))] = None,
+    batch_mb: Annotated[Optional[int], typer.Option(
+        help="Commit to the store after about this many MiB of input.", min=1,
+        show_default=str(field_default(IngestConfig, "batch_bytes") >> MIB_SHIFT))] = None,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", help="Worker processes reading files.", min=1,
+        show_default=str(field_default(IngestConfig, "jobs")))] = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Read Codex session logs, redact secrets, write canonical tables to the store.
+
+    Incremental: files already ingested are skipped, grown files are read from where the last run
+    stopped, rewritten files are replaced. Bad lines are quarantined with a reason.
+    """
+    inputs = DEMO_INPUTS if demo else tuple(paths or ())
+    missing = [p for p in inputs if not os.path.lexists(p)]
+    if missing:
+        fail(f"no such file or directory: {missing[0]}")
+    config = IngestConfig(paths=inputs, **given(store=store, max_line_bytes=_mib(max_line_mb),
+                                                batch_bytes=_mib(batch_mb), jobs=jobs))
+    progress, set_total, advance = bytes_progress("ingest", show=not quiet and not as_json)
+    with progress:
+        summary = ingest(config, total_cb=set_total, progress=lambda n, _path: advance(n))
+    if as_json:
+        out.print_json(json.dumps(summary_dict(summary, config.store)))
+    else:
+        render_summary(out, summary, config.store)
+    if not summary.readable:
+        fail(f"none of the {summary.files_seen} input files could be read", "see the bad files above")
+
+
+@app.command("stats")
+def stats_cmd(
+    store: StoreOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Table counts of a store by format and Codex CLI version."""
+    store = store_path(store)
+    if not (store / "catalog.duckdb").exists():
+        fail(f"no logmine store at {store}", "run `logmine ingest` first or pass --store")
+    counts = stats(store)
+    if as_json:
+        out.print_json(json.dumps(counts))
+    else:
+        render_stats(out, counts, store)

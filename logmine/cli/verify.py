@@ -1,0 +1,47 @@
+"""``logmine verify``: rebuild, replay and grade each task's verifier candidates in a sandbox."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Optional
+
+import typer
+
+from logmine.cli.errors import with_hints
+from logmine.cli.main import app
+from logmine.cli.options import JsonOpt, QuietOpt, RepoMapOpt, StoreOpt, field_default, given, parse_repo_map
+from logmine.cli.output import counting_progress, out
+from logmine.verify import NothingToVerify, VerifyConfig, verify
+from logmine.verify.report import render_verify_summary, verify_summary_dict
+
+
+@app.command("verify")
+@with_hints({NothingToVerify: "run `logmine ingest` and `logmine segment` first"})
+def verify_cmd(
+    store: StoreOpt = None,
+    repo_map: RepoMapOpt = None,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", help="Tasks verified in parallel.", min=1,
+        show_default=str(field_default(VerifyConfig, "jobs")))] = None,
+    backend: Annotated[Optional[str], typer.Option(
+        help="Sandbox backend: bwrap, docker or podman.", show_default=field_default(VerifyConfig, "backend"))] = None,
+    timeout: Annotated[Optional[float], typer.Option(
+        help="Seconds per replayed or grading command.", min=1,
+        show_default=str(field_default(VerifyConfig, "timeout_s")))] = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Rebuild each task's start state in a sandbox, replay it, and keep a verifier candidate only
+    if it fails before and passes after (the verifiers view gains status and status_reason).
+
+    Resumable: tasks already verified for their current segmentation are skipped.
+    """
+    config = VerifyConfig(**given(store=store, repo_map=parse_repo_map(repo_map), jobs=jobs, backend=backend,
+                                  timeout_s=timeout))
+    progress, report = counting_progress("verify", "tasks", show=not quiet and not as_json)
+    with progress:
+        summary = verify(config, progress=report)
+    if as_json:
+        out.print_json(json.dumps(verify_summary_dict(summary, config.store)))
+    else:
+        render_verify_summary(out, summary, config.store)
