@@ -14,6 +14,7 @@ then ``unscored`` with that reason, never ``fails_after``.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -100,9 +101,14 @@ def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvir
     return plan.result(":".join(path + [DEFAULT_PATH]))
 
 
-def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = BUILD_TIMEOUT_S) -> Built:
-    """The image for ``recipe`` (``logmine-env:<key>``), built with ``engine`` unless present."""
-    tag = f"logmine-env:{recipe.key}"
+def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = BUILD_TIMEOUT_S,
+                workdir: str = "/workspace") -> Built:
+    """The image for ``recipe`` (``logmine-env:<key>``), built with ``engine`` unless present.
+
+    ``workdir``: where the image holds the dependency directories (verify mounts the workspace at
+    the session's own path and links them from there)."""
+    suffix = "" if workdir == "/workspace" else "-" + hashlib.sha256(workdir.encode()).hexdigest()[:6]
+    tag = f"logmine-env:{recipe.key}{suffix}"
     started = time.monotonic()
     if shutil.which(engine) is None:
         raise EnvironmentUnavailable(f"{engine} is not installed")
@@ -116,7 +122,7 @@ def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = B
             (seeds / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(tree / rel, seeds / rel)
         seeds.mkdir(exist_ok=True)
-        lines = recipe.dockerfile().splitlines()[:-1]  # without the final copy of the whole start state
+        lines = recipe.dockerfile(workdir=workdir).splitlines()[:-1]  # without the final copy of the whole start state
         (Path(context) / "Dockerfile").write_text("\n".join(lines) + "\n")
         _run([engine, "build", "--network", "host", "-q", "-t", tag, context], Path(context), dict(os.environ),
              timeout_s, f"{engine} build")

@@ -49,6 +49,9 @@ class Recipe:
             lines.append(f"COPY {seeds}/{rel} {workdir}/{rel}")
         for step in self.steps:
             lines.append(f"RUN {step}")
+        bins = [f"{workdir}/{o}/bin" if o != "node_modules" else f"{workdir}/node_modules/.bin" for o in self.outputs]
+        if bins:  # bare `pytest`, `jest` resolve as in the session's activated shell
+            lines.append(f"ENV PATH={':'.join(bins)}:$PATH")
         lines.append(f"COPY {seeds}/ {workdir}/")
         return "\n".join(lines) + "\n"
 
@@ -73,8 +76,10 @@ def recipe_for(env: Environment, tree: Path) -> Recipe:
     outputs: list[str] = []
     if python:
         venv = _venv_dir(env)
-        steps += _python_steps(env, manifests, venv, tree)
-        outputs.append(venv)
+        python_steps = _python_steps(env, manifests, venv, tree)
+        if python_steps != [f"python3 -m venv {shlex.quote(venv)}"]:  # an empty venv installs nothing
+            steps += python_steps
+            outputs.append(venv)
     if node:
         steps.append("npm ci --no-audit --no-fund" if "package-lock.json" in manifests
                      else "npm install --no-audit --no-fund")

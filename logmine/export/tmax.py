@@ -24,8 +24,11 @@ import jsonschema
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from logmine.environment.detect import Environment, detect
+from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
 from logmine.errors import LogmineError
 from logmine.export import bundle
+from logmine.export.check import check_bundle
 from logmine.ingest.redact import Redactor
 from logmine.pipeline import load_pipeline
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
@@ -46,6 +49,7 @@ _USER = (
     "3. Do not use interactive commands; wrap long-running ones in `timeout`.\n"
     "4. When you are done, run `echo " + SUBMIT + "` as its own command."
 )
+_REJECTED = ("solution incomplete", "does not reproduce", "bundle check could not run")
 _KIND_RANK = {"test_command": 0, "check_command": 1, "file_diff": 2}
 
 ROW_SCHEMA = pa.schema([
@@ -74,7 +78,9 @@ class TmaxExportConfig:
     out: Path
     repo_map: tuple[tuple[str, str], ...] = tuple(_DEFAULTS["verify"]["repo_map"].items())
     include_unvalidated: bool = _DEFAULTS["export"]["include_unvalidated"]
-    image: str = "python:3.11-slim"
+    image: str | None = None  # a prebuilt image that holds everything: task.toml names it, nothing is built
+    repo_search: tuple[Path, ...] = ()
+    check: bool = True  # run each bundle (reward 0 on the seeds, 1 after the solution) before writing it
     env_name: str = "swerl_vanillux_sandbox"
     source: str = "logmine"
     agent_timeout_s: int = 600
@@ -88,6 +94,8 @@ class TmaxExportSummary:
     rows: int = 0
     unvalidated: int = 0
     skipped: Counter = field(default_factory=Counter)  # tasks not exported, by reason
+    rejects: list[tuple[str, str]] = field(default_factory=list)  # (task_id, why) of bundles that did not reproduce
+    reproduced: int = 0  # bundles checked: reward 0 on the seeds, 1 after the solution
     left_out_files: int = 0  # credential files kept out of the seeds
     redactions: Counter = field(default_factory=Counter)
     out: Path | None = None
@@ -128,6 +136,8 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                     rows.append(row)
             if reason:
                 summary.skipped[reason.split(":")[0]] += 1
+                if reason.startswith(_REJECTED):
+                    summary.rejects.append((task.task_id, reason))
             if progress:
                 progress(done, len(tasks))
     _write_outputs(config, rows, summary)
@@ -145,7 +155,8 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
     verifier = min(candidates, key=lambda c: (_KIND_RANK[c.kind], -c.strength, c.mode or ""))
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
-            state = rebuild(task.start_state, item.prior_ops, dict(config.repo_map), Path(tmp) / "start")
+            state = rebuild(task.start_state, item.prior_ops, dict(config.repo_map), Path(tmp) / "start",
+                            tuple(config.repo_search))
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         target = tasks_dir / task.task_id
@@ -158,26 +169,48 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
         end = {p: read_inside(scratch / rel, p) for c in item.candidates
                for p in [*(d.path for d in c.diffs), *(t.path for t in c.hidden_tests)]}
+        commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]
+        env = detect(state.path, commands)
+        dockerfile, image = _dockerfile(env, state.path, config.image)
+        _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile)
+        if config.check:
+            checked = check_bundle(target, env, state.live, left_out=left_out, commands=commands)
+            if checked.problem:
+                shutil.rmtree(target, ignore_errors=True)
+                return None, checked.problem
+            summary.reproduced += 1
     instruction = _USER.format(prompt=task.prompt, where="" if rel == "." else f"/{rel}")
-    _write_bundle(target, verifier, instruction, rel, solve, end, config, task)
     unvalidated = not validated
     summary.unvalidated += unvalidated
     row = {
         "messages": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": instruction}],
         "ground_truth": task.task_id,
         "dataset": "passthrough",
-        "env_config": {"env_name": config.env_name, "image": config.image, "task_id": task.task_id},
+        "env_config": {"env_name": config.env_name, "image": image, "task_id": task.task_id},
         "source": config.source + (":unvalidated" if unvalidated else ""),
     }
     return row, None
 
 
+def _dockerfile(env: Environment, tree: Path, image: str | None) -> tuple[str, str]:
+    """The bundle's Dockerfile and the image the row names: the install recipe on its base image,
+    the language's base image with the seeds when there is nothing to install, or ``image`` as it is."""
+    if image:
+        return f"FROM {image}\nWORKDIR /workspace\nCOPY seeds/ /workspace/\n", image
+    try:
+        recipe = recipe_for(env, tree)
+    except NoRecipe:
+        base = NODE_IMAGE if "node" in env.languages and "python" not in env.languages else PYTHON_IMAGE
+        return f"FROM {base}\nWORKDIR /workspace\nCOPY seeds/ /workspace/\n", base
+    return recipe.dockerfile(), recipe.base_image
+
+
 def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
-                  end: dict[str, str | None], config: TmaxExportConfig, task: Task) -> None:
+                  end: dict[str, str | None], config: TmaxExportConfig, task: Task, dockerfile: str) -> None:
     files = {
-        "instruction.md": instruction + "\n",
+        "instruction.md": instruction.rstrip("\n") + "\n",  # the task text only: TMax's environment wraps it
         "task.toml": _task_toml(config, task, verifier),
-        "environment/Dockerfile": f"FROM {config.image}\nWORKDIR /workspace\nCOPY seeds/ /workspace/\n",
+        "environment/Dockerfile": dockerfile,
         "tests/test.sh": bundle.test_sh(verifier, rel),
         "solution/solve.sh": solve,
     }
@@ -196,14 +229,17 @@ def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str,
 
 
 def _task_toml(config: TmaxExportConfig, task: Task, verifier: Candidate) -> str:
+    """Harbor's task.toml. The verifier runs in a fresh container of the same image ("separate"
+    mode, which ``harbor lint`` asks for) and grades the agent's ``/workspace``, collected as an
+    artifact and put back at the same path."""
+    image = f'docker_image = "{config.image}"\n' if config.image else ""
     return (
-        'version = "1.0"\n\n[metadata]\n'
+        'version = "1.0"\nartifacts = ["/workspace"]\n\n[metadata]\n'
         f'task_id = "{task.task_id}"\nsource = "{config.source}"\nverifier_kind = "{verifier.kind}"\n'
         f'tmax_kind = "{verifier.tmax_kind}"\n\n'
         f"[agent]\ntimeout_sec = {float(config.agent_timeout_s)}\n\n"
-        f"[verifier]\ntimeout_sec = {float(config.verifier_timeout_s)}\n\n"
-        f'[environment]\ndocker_image = "{config.image}"\ncpus = {config.cpus}\nmemory_mb = {config.memory_mb}\n'
-        "allow_internet = false\n"
+        f'[verifier]\ntimeout_sec = {float(config.verifier_timeout_s)}\nenvironment_mode = "separate"\n\n'
+        f'[environment]\n{image}cpus = {config.cpus}\nmemory_mb = {config.memory_mb}\nnetwork_mode = "no-network"\n'
     )
 
 
@@ -215,7 +251,8 @@ def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExpo
         for row in rows:
             tar.add(config.out / "tasks" / row["ground_truth"], arcname=row["ground_truth"])
     (config.out / "README.md").write_text(_CARD.format(rows=len(rows), unvalidated=summary.unvalidated,
-                                                       left_out=summary.left_out_files, image=config.image,
+                                                       left_out=summary.left_out_files,
+                                                       image=config.image or "built from each bundle's Dockerfile",
                                                        env=config.env_name))
 
 

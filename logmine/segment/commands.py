@@ -1,8 +1,14 @@
 """Recognise what a shell command does: run tests, edit files, or something else.
 
-Commands are matched after unwrapping the shells Codex and models put around them
-(``bash -lc '…'``, ``cd DIR && …``), so ``cd pkg && python -m pytest -q`` is a test run in ``pkg``.
-The recognisers are regular expressions from the pipeline config (``[segment]``).
+The recognisers (regular expressions from the pipeline's ``[segment]``) are matched against the
+simple commands a line *executes* (:func:`logmine.commandline.simple_commands`), one at a time, never
+against the raw text: ``gh pr create --body "… uv run --with pytest pytest"`` runs ``gh``, not pytest.
+Each command is matched as its words joined by spaces, without ``VAR=value`` prefixes, with the
+program an environment runner starts in place of the runner (``uv run --with pytest pytest`` and
+``poetry run pytest`` are matched as ``pytest``). A line is a test run when one of its commands
+matches a test pattern and no exclude pattern; it edits files when one of its commands matches an
+edit pattern or the line writes a file by an output redirection (``> out.txt``, ``>> log``, in any
+shell it starts; ``2> err`` and ``> /dev/null`` do not count).
 """
 
 from __future__ import annotations
@@ -11,8 +17,27 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from logmine.commandline import simple_commands
+
 _WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-l?c\s+(.+)$", re.S)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)\s*(?:&&|;)\s*(.+)$", re.S)
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
+_SHELLS = {"bash", "sh", "zsh", "dash"}
+_WRITES = {">", ">>", ">|", "&>", "&>>"}
+# runners that start the program named after their own options: (runner words) -> options taking a value
+_RUNNERS: dict[tuple[str, ...], frozenset[str]] = {
+    ("uv", "run"): frozenset({"--with", "--with-requirements", "--with-editable", "--python", "-p", "--project",
+                              "--directory", "--package", "--extra", "--group", "--env-file", "--index",
+                              "--default-index", "--index-url", "--extra-index-url", "--find-links", "-f"}),
+    ("uv", "tool", "run"): frozenset({"--with", "--from", "--python", "-p"}),
+    ("uvx",): frozenset({"--with", "--from", "--python", "-p"}),
+    ("pipx", "run"): frozenset({"--spec", "--python"}),
+    ("poetry", "run"): frozenset({"--directory", "-C", "--project", "-P"}),
+    ("pipenv", "run"): frozenset(),
+    ("pdm", "run"): frozenset({"-p", "--project"}),
+    ("conda", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
+    ("micromamba", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +49,7 @@ class Unwrapped:
 
 
 def unwrap(command: str) -> Unwrapped:
-    """Strip ``bash -lc '…'`` and leading ``cd DIR &&`` layers (repeatedly)."""
+    """Strip ``bash -lc '…'`` and leading ``cd DIR &&`` layers (repeatedly): how candidates are grouped."""
     cd = None
     text = command.strip()
     while True:
@@ -46,6 +71,59 @@ def unwrap(command: str) -> Unwrapped:
         return Unwrapped(text, cd)
 
 
+def executed(command: str) -> list[str]:
+    """The texts the recognisers match: one per simple command ``command`` runs, runners unwrapped."""
+    return [" ".join(run_target(c.argv)) for c in simple_commands(command) if c.argv]
+
+
+def run_target(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The words of the program a runner starts (``uv run --with pytest pytest -q`` → ``pytest -q``);
+    ``argv`` itself for any other command (and for a runner with nothing to run)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    for words, valued in _RUNNERS.items():
+        if (name, *argv[1:len(words)]) != words:
+            continue
+        rest = list(argv[len(words):])
+        while rest and rest[0].startswith("-"):
+            option = rest.pop(0)
+            if option == "--":
+                break
+            if option in valued and "=" not in option and rest:
+                rest.pop(0)
+        return run_target(tuple(rest)) if rest else argv
+    return argv
+
+
+def writes_file(command: str, _depth: int = 0) -> bool:
+    """Does the line redirect output into a file (not ``/dev/null``, not a file descriptor)?"""
+    lexer = shlex.shlex(_HEREDOC.sub("\n", command), posix=True, punctuation_chars=";&|()<>")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        words = list(lexer)
+    except ValueError:
+        return False
+    for i, word in enumerate(words):
+        target = words[i + 1] if i + 1 < len(words) else ""
+        if word in _WRITES and target and target != "/dev/null" and not set(target) <= set(";&|()<>"):
+            if not (i > 0 and words[i - 1].isdigit() and words[i - 1] != "1"):  # 2> err: a log, not an edit
+                return True
+        if word.rsplit("/", 1)[-1] in _SHELLS and _depth < 4:
+            script = _shell_script(words[i + 1:])
+            if script is not None and writes_file(script, _depth + 1):
+                return True
+    return False
+
+
+def _shell_script(args: list[str]) -> str | None:
+    for i, arg in enumerate(args):
+        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
+            return args[i + 1] if i + 1 < len(args) else None
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
 class CommandClassifier:
     """Compiled recognisers from the ``[segment]`` section of a pipeline."""
 
@@ -56,13 +134,17 @@ class CommandClassifier:
         self._test_files = [re.compile(p) for p in segment_config["test_file_patterns"]]
 
     def is_test(self, command: str) -> bool:
-        text = unwrap(command).command
+        """Does one of the commands the line executes run tests?"""
+        return any(self.is_test_run(text) for text in executed(command))
+
+    def is_test_run(self, text: str) -> bool:
+        """Is one executed command (its words joined, runner unwrapped) a test run?"""
         return any(p.search(text) for p in self._tests) and not any(p.search(text) for p in self._not_tests)
 
     def edits_files(self, command: str) -> bool:
         """Does the command (possibly) change files in ways no patch event records?"""
-        text = unwrap(command).command
-        return any(p.search(text) for p in self._edits)
+        return any(p.search(text) for text in executed(command) for p in self._edits) or writes_file(command)
 
     def is_test_file(self, path: str) -> bool:
         return any(p.search(path) for p in self._test_files)
+

@@ -262,7 +262,7 @@ _CALLS_SQL = "SELECT call_id, exit_code, left(output, 64) AS output FROM tool_ca
 
 
 def read_tasks(store: Store, sql: str = "SELECT * FROM tasks ORDER BY source_path, index",
-               params: list | None = None) -> list[Task]:
+               params: list | dict | None = None) -> list[Task]:
     """The tasks a query over ``tasks`` returns (``SELECT t.* ...``), as records."""
     return [Task.from_row(row) for row in fetch_dicts(store.con.execute(sql, params or []))]
 

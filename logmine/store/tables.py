@@ -149,6 +149,32 @@ VERIFICATIONS = pa.schema(
         ("after_s", pa.float64()),
         ("before_excerpt", pa.string()),
         ("after_excerpt", pa.string()),
+        ("env_mode", pa.string()),  # how the task's environment was provided: host | built | none
+        ("env_reason", pa.string()),  # why that way (or why none could be)
+        ("verify_gen", pa.int64()),
+    ]
+)
+
+# One row per verified task: the software environment its start state needs and how verify provided it.
+ENVIRONMENTS = pa.schema(
+    [
+        ("task_id", pa.string()),
+        ("seg_gen", pa.int64()),
+        ("languages", pa.list_(pa.string())),
+        ("manifests", pa.list_(pa.string())),  # paths relative to the repository root
+        ("tools", pa.list_(pa.string())),
+        ("interpreters", pa.list_(pa.string())),
+        ("venvs", pa.list_(pa.string())),
+        ("runners", pa.list_(pa.string())),
+        ("versions", pa.string()),  # JSON {tool: version or constraint}
+        ("mode", pa.string()),  # host | built | none | unavailable
+        ("mode_reason", pa.string()),
+        ("recipe_key", pa.string()),  # built: the cache key of the install recipe
+        ("base_image", pa.string()),
+        ("binds", pa.list_(pa.string())),  # host: "HOST -> INSIDE", read-only
+        ("notes", pa.list_(pa.string())),  # refused binds, unresolved tools, tried modes
+        ("provide_s", pa.float64()),  # seconds to provide it (a build, or 0 for a cached one)
+        ("cached", pa.bool_()),
         ("verify_gen", pa.int64()),
     ]
 )

@@ -7,6 +7,8 @@ work happens in sandbox processes).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -21,16 +23,23 @@ from logmine.pipeline import load_pipeline
 from logmine.sandbox import Limits
 from logmine.segment.records import NoTasks, load_task, read_tasks
 from logmine.store import CATALOG, DEFAULT_STORE, Store
-from logmine.verify.records import VERIFICATIONS
+from logmine.verify.environment import modes_to_try
+from logmine.verify.records import ENVIRONMENTS, VERIFICATIONS
 from logmine.verify.task import TaskOutcome, VerifyOptions, verify_task
 
 COMMIT_EVERY = 8
 
+# not verified for its current segmentation; or not rebuilt / unscored by inputs that have changed
+# since (repository mapping, search roots, environment mode, backend); or holding a status to redo
 _TODO_SQL = """
 SELECT t.* FROM tasks t LEFT JOIN verified v USING (task_id)
-WHERE t.n_candidates > 0 AND (v.task_id IS NULL OR v.seg_gen <> t.seg_gen)
+WHERE t.n_candidates > 0 AND (v.task_id IS NULL OR v.seg_gen <> t.seg_gen
+    OR (v.inputs IS DISTINCT FROM $inputs AND (NOT v.rebuilt OR t.task_id IN (
+        SELECT task_id FROM verifications WHERE status IN ('unscored', 'not_rebuilt'))))
+    OR t.task_id IN (SELECT task_id FROM verifications WHERE status IN (SELECT unnest($redo::VARCHAR[]))))
 ORDER BY t.source_path, t.index
 """
+REDO_STATUSES = ("validated", "passes_at_start", "fails_after", "unscored", "not_rebuilt")
 _DEFAULTS = load_pipeline()["verify"]  # the packaged pipeline's [verify] values are the defaults
 
 
@@ -45,6 +54,22 @@ class VerifyConfig:
     jobs: int = _DEFAULTS["jobs"]
     backend: str = _DEFAULTS["backend"]
     timeout_s: float = _DEFAULTS["timeout_s"]  # per command, replayed or grading
+    env_mode: str = _DEFAULTS["env_mode"]  # auto | host | built | none (docs/environments.md)
+    repo_search: tuple[Path, ...] = tuple(Path(p) for p in _DEFAULTS["repo_search"])  # roots holding clones
+    redo: tuple[str, ...] = ()  # statuses whose tasks are verified again whatever decided them
+
+    def __post_init__(self):
+        modes_to_try(self.env_mode, self.backend)  # ValueError for an unknown mode
+        unknown = sorted(set(self.redo) - set(REDO_STATUSES))
+        if unknown:
+            raise ValueError(f"unknown status to redo: {', '.join(unknown)}; expected some of {', '.join(REDO_STATUSES)}")
+
+    @property
+    def inputs(self) -> str:
+        """A fingerprint of what decides whether a task can be rebuilt and scored: a change retries
+        the tasks it left not_rebuilt or unscored."""
+        decided = [sorted(self.repo_map), sorted(str(p) for p in self.repo_search), self.env_mode, self.backend]
+        return hashlib.sha256(json.dumps(decided).encode()).hexdigest()[:16]
 
     @classmethod
     def from_settings(cls, settings: dict, store: Path = DEFAULT_STORE,
@@ -52,7 +77,8 @@ class VerifyConfig:
         """From a pipeline's ``[verify]`` settings (``repo_map`` replaces theirs when given)."""
         mapping = settings["repo_map"] if repo_map is None else repo_map
         return cls(store=store, repo_map=tuple(mapping.items()), jobs=settings["jobs"], backend=settings["backend"],
-                   timeout_s=settings["timeout_s"])
+                   timeout_s=settings["timeout_s"], env_mode=settings["env_mode"],
+                   repo_search=tuple(Path(p) for p in settings["repo_search"]))
 
 
 @dataclass
@@ -72,13 +98,15 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
     started = time.monotonic()
     if store is None and not (config.store / CATALOG).exists():
         raise NothingToVerify(f"no logmine store at {config.store}", "run `logmine ingest` and `logmine segment` first")
-    options = VerifyOptions(dict(config.repo_map), config.backend, Limits(wall_s=config.timeout_s))
+    options = VerifyOptions(dict(config.repo_map), config.backend, Limits(wall_s=config.timeout_s),
+                            config.env_mode, tuple(config.repo_search))
     summary = VerifySummary()
     with nullcontext(store) if store is not None else Store(config.store) as store:
         if not store.con.execute("SELECT count(*) FROM tasks").fetchone()[0]:
             raise NothingToVerify.in_store(store.root)
         calls: dict[str, dict] = {}
-        items = [load_task(store, task, calls) for task in read_tasks(store, _TODO_SQL)]
+        todo = read_tasks(store, _TODO_SQL, {"inputs": config.inputs, "redo": list(config.redo)})
+        items = [load_task(store, task, calls) for task in todo]
         summary.tasks = len(items)
         kinds = {c.verifier_id: c.kind for item in items for c in item.candidates}
         seg_gens = {item.task.task_id: item.task.seg_gen for item in items}
@@ -88,10 +116,10 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
                 pending.append((outcome, seg_gens[outcome.task_id]))
                 _account(summary, outcome, kinds)
                 if len(pending) >= COMMIT_EVERY:
-                    _commit(store, pending)
+                    _commit(store, pending, config.inputs)
                 if progress:
                     progress(done, len(items))
-        _commit(store, pending)
+        _commit(store, pending, config.inputs)
     summary.elapsed_s = time.monotonic() - started
     return summary
 
@@ -107,13 +135,16 @@ def _account(summary: VerifySummary, outcome: TaskOutcome, kinds: dict[str, str]
             summary.reasons[row["status"]] += 1
 
 
-def _commit(store: Store, pending: list[tuple[TaskOutcome, int]]) -> None:
+def _commit(store: Store, pending: list[tuple[TaskOutcome, int]], inputs: str) -> None:
     if not pending:
         return
-    rows, state = [], []
+    rows, environments, state = [], [], []
     for outcome, seg_gen in pending:
         gen = store.new_gen()
         rows += [{**row, "verify_gen": gen} for row in outcome.rows]
-        state.append((outcome.task_id, seg_gen, gen, outcome.rebuilt, outcome.reason))
-    store.commit({"verifications": pa.Table.from_pylist(rows, schema=VERIFICATIONS)}, {"verified": state})
+        if outcome.environment is not None:
+            environments.append({**outcome.environment, "verify_gen": gen})
+        state.append((outcome.task_id, seg_gen, gen, outcome.rebuilt, outcome.reason, inputs))
+    store.commit({"verifications": pa.Table.from_pylist(rows, schema=VERIFICATIONS),
+                  "environments": pa.Table.from_pylist(environments, schema=ENVIRONMENTS)}, {"verified": state})
     pending.clear()

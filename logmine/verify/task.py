@@ -10,15 +10,23 @@ would), and each originally successful patch through the same patch module. Inte
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logmine.environment.build import EnvironmentUnavailable
+from logmine.environment.detect import detect
 from logmine.patch import FileOp, render_patch
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.segment.records import Candidate, TaskInput
+from logmine.verify.environment import EnvironmentRecord, Provided, modes_to_try, provide, sandbox_options
 from logmine.verify.grade import Grade, grade
 from logmine.verify.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
+
+# a failure that says the environment lacks something (not that the task's code is wrong)
+MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
+                     r"^.*ModuleNotFoundError[^\n]*)")
 
 
 @dataclass
@@ -27,6 +35,7 @@ class TaskOutcome:
     rebuilt: bool
     reason: str | None
     rows: list[dict] = field(default_factory=list)  # verifications rows (verify_gen set by the caller)
+    environment: dict | None = None  # the environments row (verify_gen set by the caller)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +43,8 @@ class VerifyOptions:
     repo_map: dict[str, str]
     backend: str = "bwrap"
     limits: Limits = Limits()
+    env_mode: str = "auto"  # auto | host | built | none (logmine.verify.environment)
+    repo_search: tuple[Path, ...] = ()
 
 
 def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
@@ -42,22 +53,68 @@ def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         try:
             if not task.rebuildable:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
-            state = rebuild(task.start_state, item.prior_ops, options.repo_map, Path(tmp) / "start")
+            state = rebuild(task.start_state, item.prior_ops, options.repo_map, Path(tmp) / "start",
+                            options.repo_search)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
-        try:
-            after, expected, problems = _replay_and_grade(item, state, options)
-            before = _grade_all(item, state, options, expected)
-        except SandboxError as exc:
-            return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True)
+        commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]
+        record = EnvironmentRecord(detect(state.path, commands))
+        outcome = None
+        for mode in (modes := modes_to_try(options.env_mode, options.backend)):
+            try:
+                provided = provide(mode, record.environment, state.path, state.root, state.live, options.backend)
+            except EnvironmentUnavailable as exc:
+                record.tried.append(f"{mode}: {exc}")
+                continue
+            outcome = _verify_in(item, state, options, provided)
+            missing = _environment_missing(outcome)
+            if missing and mode != modes[-1]:  # the next way may have what this one lacked
+                record.tried.append(f"{mode}: {missing}")
+                continue
+            record.provided = provided
+            break
+        if record.provided is None:
+            outcome = _all(item, "unscored", "environment not provided: " + "; ".join(record.tried), rebuilt=True)
+    outcome.environment = record.row(task.task_id, task.seg_gen)
+    return outcome
+
+
+def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided) -> TaskOutcome:
+    """Replay and grade the task with its environment provided one way."""
+    task = item.task
+    for rel, target in provided.links:  # a container image's dependency directories, seen from the tree
+        link = state.path / rel
+        if not link.exists() and not link.is_symlink():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+    try:
+        after, expected, problems = _replay_and_grade(item, state, options, provided)
+        before = _grade_all(item, state, options, provided, expected)
+    except SandboxError as exc:
+        return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True, provided=provided)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note) for c in item.candidates]
+    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
 
-def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOptions):
+def _environment_missing(outcome: TaskOutcome) -> str | None:
+    """Why a command candidate's failure after the replay looks like a missing environment, or None."""
+    for row in outcome.rows:
+        if row["status"] in ("fails_after", "unscored") and row.get("after_exit_code") is not None:
+            match = MISSING.search(row.get("after_excerpt") or "")
+            if row["after_exit_code"] == 127 or match:
+                return "after the replay: " + (match.group(0) if match else "command not found (exit 127)")
+    return None
+
+
+def _open(state: RebuiltTree, options: VerifyOptions, provided: Provided):
+    return open_sandbox(state.path, mount_at=state.root, backend=options.backend, limits=options.limits,
+                        **sandbox_options(provided))
+
+
+def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided):
     problems: list[str] = []
-    with open_sandbox(state.path, mount_at=state.root, backend=options.backend, limits=options.limits) as box:
+    with _open(state, options, provided) as box:
         base = Path(box.workspace)
         for action in item.actions:
             if action.kind == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
@@ -87,8 +144,9 @@ def inside(workdir: str | None, state: RebuiltTree) -> str:
     return workdir if within(workdir, state.root) else state.cwd
 
 
-def _grade_all(item: TaskInput, state: RebuiltTree, options: VerifyOptions, expected) -> dict[str, Grade]:
-    with open_sandbox(state.path, mount_at=state.root, backend=options.backend, limits=options.limits) as box:
+def _grade_all(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided,
+               expected) -> dict[str, Grade]:
+    with _open(state, options, provided) as box:
         return {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
 
 
@@ -106,7 +164,7 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
     return {path: read_inside(base, path) for path in wanted}
 
 
-def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None) -> dict:
+def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided) -> dict:
     if before.passed is None or after.passed is None:
         which = "start state" if before.passed is None else "replayed state"
         status, reason = "unscored", f"could not grade on the {which}: {(before if before.passed is None else after).excerpt[:200]}"
@@ -123,10 +181,12 @@ def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None) ->
         "before_exit_code": before.exit_code, "after_exit_code": after.exit_code,
         "before_s": before.seconds, "after_s": after.seconds,
         "before_excerpt": before.excerpt, "after_excerpt": after.excerpt,
+        "env_mode": provided.mode, "env_reason": provided.reason,
     }
 
 
-def _all(item: TaskInput, status: str, reason: str, rebuilt: bool) -> TaskOutcome:
+def _all(item: TaskInput, status: str, reason: str, rebuilt: bool, provided: Provided | None = None) -> TaskOutcome:
     rows = [{"verifier_id": c.verifier_id, "task_id": c.task_id, "seg_gen": c.seg_gen, "status": status,
-             "status_reason": reason} for c in item.candidates]
+             "status_reason": reason, "env_mode": provided.mode if provided else None,
+             "env_reason": provided.reason if provided else None} for c in item.candidates]
     return TaskOutcome(item.task.task_id, rebuilt, reason, rows)

@@ -19,7 +19,8 @@ from pathlib import Path, PurePosixPath
 
 from logmine.errors import LogmineError
 from logmine.patch import FileOp, PatchError, apply_patch
-from logmine.segment.records import StartState
+from logmine.segment.records import Repo, StartState
+from logmine.verify.clones import find_clone
 
 _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost",
             "GIT_COMMITTER_NAME": "logmine", "GIT_COMMITTER_EMAIL": "logmine@localhost"}
@@ -37,6 +38,8 @@ class RebuiltTree:
     root: str  # the repository root's original absolute path (where the sandbox mounts it)
     cwd: str  # the session's original cwd (inside root)
     note: str | None = None  # a caveat about how it was rebuilt
+    live: Path | None = None  # the live repository on this host (its ignored dependency directories)
+    method: str | None = None  # ghost_snapshot | git_commit+patches | working tree
 
 
 def within(path: str | None, root: str) -> bool:
@@ -68,36 +71,91 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 
 
 def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_map: dict[str, str],
-            dest: Path) -> RebuiltTree:
-    """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`."""
-    cwd, commit = recipe.repo.cwd, recipe.commit
-    if not cwd:
-        raise NotRebuilt("no cwd recorded for the session")
-    local = Path(map_path(cwd, repo_map))
-    if not local.is_dir():
-        raise NotRebuilt(f"repository not found at {local} (map it with --repo-map {cwd}=PATH)")
+            dest: Path, repo_search: tuple[Path, ...] = ()) -> RebuiltTree:
+    """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
+
+    The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
+    recorded, the clone under ``repo_search`` that holds the recorded commit or remote URL. The
+    turn's ghost-snapshot commit is the start state as it is; when the clone lacks it (ghost commits
+    stay on the machine that made them), the session header's commit plus the earlier tasks' patches.
+    """
+    cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
+    local = Path(found)
     dest.mkdir(parents=True, exist_ok=True)
     top = _git(local, "rev-parse", "--show-toplevel")
-    note = None
+    notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
+    method = "working tree"
     if top is None:
         shutil.copytree(local, dest, symlinks=True, dirs_exist_ok=True)
-        root, note = cwd, f"{local} is not a git repository: its files were taken as they are"
+        root, live = cwd, local
+        notes.append(f"{local} is not a git repository: its files were taken as they are")
     else:
-        rel = os.path.relpath(local.resolve(), Path(top).resolve())
+        live = Path(top)
+        rel = os.path.relpath(local.resolve(), live.resolve())
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
-        if not commit:
-            raise NotRebuilt("no commit recorded for the session")
-        if _git(Path(top), "cat-file", "-e", f"{commit}^{{commit}}") is None:
-            raise NotRebuilt(f"commit {commit[:12]} is not in the repository at {top}")
-        _export(Path(top), commit, dest)
+        commit, method = _start_commit(recipe, live)
+        if method == "git_commit+patches" and recipe.ghost_commit:
+            notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
+                         f"header commit {commit[:12]} plus {len(prior_ops)} earlier patch(es)")
+        _export(live, commit, dest)
     workdir = dest / os.path.relpath(cwd, root)
-    for ops in prior_ops:
+    for ops in prior_ops if method != "ghost_snapshot" else ():  # a snapshot holds the earlier work already
         try:
             apply_patch(ops, workdir)
         except PatchError as exc:
-            raise NotRebuilt(f"an earlier task's patch does not apply: {exc}") from exc
+            raise NotRebuilt(f"an earlier task's patch does not apply ({method}): {exc}") from exc
     _snapshot(dest)
-    return RebuiltTree(dest, root, cwd, note)
+    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method)
+
+
+def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
+    """The commit to export and the recipe used: the ghost snapshot, else the header's commit."""
+    if recipe.ghost_commit and _has_commit(live, recipe.ghost_commit):
+        return recipe.ghost_commit, "ghost_snapshot"
+    commit = recipe.repo.git_commit
+    if not commit:
+        if recipe.ghost_commit:
+            raise NotRebuilt(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the repository at {live} "
+                             "and the session recorded no commit to fall back to")
+        raise NotRebuilt("no commit recorded for the session")
+    if not _has_commit(live, commit):
+        what = f"ghost snapshot {recipe.ghost_commit[:12]} nor commit" if recipe.ghost_commit else "commit"
+        raise NotRebuilt(f"{'neither ' if recipe.ghost_commit else ''}{what} {commit[:12]} is in the repository "
+                         f"at {live} (fetch it, or point --repo-search at a clone that has it)")
+    return commit, "git_commit+patches"
+
+
+def _has_commit(repo: Path, commit: str) -> bool:
+    return _git(repo, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+
+
+def _locate(repo: Repo, repo_map: dict[str, str], repo_search: tuple[Path, ...],
+            ghost: str | None) -> tuple[str, str]:
+    """(the session's cwd as recorded or stood in for, the host directory holding it)."""
+    if repo.cwd:
+        local = map_path(repo.cwd, repo_map)
+        if Path(local).is_dir():
+            return repo.cwd, local
+    found = find_clone(repo, repo_search, ghost) if repo_search else None
+    if found is not None:
+        return repo.cwd or str(found), str(_below(found, repo.cwd))
+    if not repo.cwd:
+        raise NotRebuilt("no cwd recorded for the session"
+                         + ("" if repo_search else " (find its clone with --repo-search DIR)"))
+    raise NotRebuilt(f"repository not found at {map_path(repo.cwd, repo_map)} "
+                     f"(map it with --repo-map {repo.cwd}=PATH, or search with --repo-search DIR)")
+
+
+def _below(top: Path, cwd: str | None) -> Path:
+    """The directory of the clone ``top`` that stands for the recorded ``cwd`` (its part below a
+    directory named like the clone), else ``top``."""
+    parts = PurePosixPath(cwd).parts if cwd else ()
+    if top.name in parts:
+        i = len(parts) - 1 - parts[::-1].index(top.name)
+        candidate = top.joinpath(*parts[i + 1:])
+        if candidate.is_dir():
+            return candidate
+    return top
 
 
 def _git(repo: Path, *args: str) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -80,7 +81,7 @@ def test_bundle_layout_and_redaction(exported):
     assert not (seeds / ".env").exists() and not (seeds / ".git").exists()
     assert "ghp_" not in (seeds / "notes.txt").read_text() and "[REDACTED:github_token]" in (seeds / "notes.txt").read_text()
     assert (seeds / "calc.py").read_text() == CALC  # the start state, not the end
-    assert "allow_internet = false" in (bundle / "task.toml").read_text()
+    assert 'network_mode = "no-network"' in (bundle / "task.toml").read_text()  # replaced allow_internet = false
     with tarfile.open(out / "task-data.tar.gz") as tar:
         assert f"{task_id}/tests/test.sh" in tar.getnames()
     assert summary.left_out_files >= 2  # .env and .git
@@ -106,3 +107,18 @@ def test_bundle_rewards_zero_at_start_and_one_after_solve(exported):
         assert _reward(box, bundle, solve=False) == "0"
     with open_sandbox(bundle / "environment/seeds", mount_at="/workspace") as box:
         assert _reward(box, bundle, solve=True) == "1"
+
+
+HARBOR = Path(os.environ.get("LOGMINE_HARBOR", "/tmp/harbor-venv/bin/harbor"))
+
+
+@pytest.mark.skipif(not HARBOR.exists(), reason="harbor is not installed (set LOGMINE_HARBOR)")
+def test_exported_bundles_pass_harbor_lint(exported):
+    out, summary = exported
+    assert summary.reproduced == summary.rows >= 1
+    for task in (out / "tasks").iterdir():
+        lint = subprocess.run([str(HARBOR), "lint", str(task)], capture_output=True, text=True)
+        assert lint.returncode == 0, lint.stdout + lint.stderr
+        toml = (task / "task.toml").read_text()
+        assert "docker_image" not in toml and "allow_internet" not in toml
+        assert (task / "instruction.md").read_text() == "Fix add so the tests pass\n"

@@ -58,3 +58,35 @@ extra_test_commands = ['\bbazel\s+test\b']
     classifier = CommandClassifier(load_pipeline(pipeline)["segment"])
     assert classifier.is_test("bazel test //...") and classifier.is_test("pytest")
     assert not CLASSIFIER.is_test("bazel test //...")
+
+
+@pytest.mark.parametrize("command", [
+    "uv run pytest", "uv run --with pytest pytest -q", "uv run python -m pytest", "poetry run pytest",
+    "poetry run python -m pytest -x", "pipenv run pytest", "uvx pytest", ".venv/bin/python -m pytest -q",
+    "source .venv/bin/activate && python -m pytest", ". venv/bin/activate; pytest -q", "npm test",
+    "bash -lc 'source .venv/bin/activate && python -m pytest tests'", "cd web && npm test -- --watch=false",
+    "/home/u/.pyenv/versions/3.12.1/bin/python -m pytest", "timeout 60 pytest -x", "env CI=1 npm run test",
+    "which pytest && pytest -q", "python -m pytest -q 2>&1 | tail -n 20",
+])
+def test_test_runs_behind_runners_and_venvs(command):
+    assert CLASSIFIER.is_test(command)
+
+
+@pytest.mark.parametrize("command", [
+    'gh pr create --title fix --body "Ran uv run --with pytest pytest: all green"',
+    "git commit -m 'make pytest pass'", "echo 'npm test'", "uv add --dev pytest", "uv pip install pytest",
+    "poetry add pytest", "grep -rn pytest pyproject.toml", "uv run --with pytest pytest --version",
+    "bash -lc 'echo \"run pytest later\"'",
+])
+def test_quoted_or_installed_test_runners_are_not_test_runs(command):
+    assert not CLASSIFIER.is_test(command)
+
+
+@pytest.mark.parametrize("command, edits", [
+    ("bash -lc 'echo x > notes.txt'", True), ("git commit -m 'rm stale files; mv x y'", False),
+    ("gh pr create --body 'sed -i s/a/b/ x.py'", False), ("ls 2> errors.log", False),
+    ("printf x >> log.txt", True), ("find . -name '*.pyc' -delete", True), ("sed -e s/a/b/ -i.bak x.py", True),
+    ("python -m pytest > /dev/null 2>&1", False), ("cmd &> out.log", True),
+])
+def test_file_edits_are_executed_commands_or_redirections(command, edits):
+    assert CLASSIFIER.edits_files(command) is edits

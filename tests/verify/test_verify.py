@@ -85,7 +85,8 @@ def test_repository_not_found_then_mapped(tmp_path):
     store, summary = _pipeline(tmp_path, _session(Path("/nonexistent/proj"), commit))
     assert summary.rebuilt == 0
     reasons = {r["status_reason"] for r in query(store, "SELECT status_reason FROM verifiers")}
-    assert reasons == {"repository not found at /nonexistent/proj (map it with --repo-map /nonexistent/proj=PATH)"}
+    assert reasons == {"repository not found at /nonexistent/proj (map it with --repo-map /nonexistent/proj=PATH, "
+                       "or search with --repo-search DIR)"}
     assert set(_statuses(store).values()) == {"not_rebuilt"}
     # verify does not redo verified tasks; forget the verification in a copy and map the repository
     store2 = tmp_path / "store2"

@@ -1,0 +1,101 @@
+"""verify with environments: one environments row per task, the mode on each verification, retries
+when what decided a task changes (repository search roots), ghost snapshots missing from a clone."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import query
+from session_builder import SessionBuilder
+
+from logmine.ingest import IngestConfig, ingest
+from logmine.segment import SegmentConfig, segment
+from logmine.verify import VerifyConfig, verify
+from logmine.verify.clones import normalise_url
+from logmine.verify.environment import modes_to_try
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+CALC = "def add(a, b):\n    return a - b\n"
+TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
+             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
+TESTS = "python3 -B -m unittest -q"
+
+
+def _repo(path: Path) -> str:
+    path.mkdir(parents=True)
+    (path / "calc.py").write_text(CALC)
+    (path / "test_calc.py").write_text(TEST_CALC)
+    env = ["-c", "user.email=t@t", "-c", "user.name=t"]
+    for cmd in (["init", "-q"], ["add", "-A"], [*env, "commit", "-qm", "start"]):
+        subprocess.run(["git", *cmd], cwd=path, check=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
+
+
+def _store(tmp_path: Path, builder: SessionBuilder) -> Path:
+    builder.write(tmp_path / "sessions")
+    store = tmp_path / "store"
+    ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
+    segment(SegmentConfig(store=store))
+    return store
+
+
+def _fix_session(cwd: str, commit: str, ghost: str | None = None) -> SessionBuilder:
+    builder = SessionBuilder(cwd=cwd, commit=commit).user("Fix add so the tests pass")
+    if ghost:
+        builder = builder.ghost(ghost)
+    return builder.run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
+
+
+def test_modes_in_the_documented_order():
+    assert modes_to_try("auto", "bwrap") == ("host", "built")
+    assert modes_to_try("auto", "podman") == ("built",)
+    assert modes_to_try("none", "bwrap") == ("none",)
+    with pytest.raises(ValueError, match="unknown environment mode 'venv'"):
+        VerifyConfig(env_mode="venv")
+    with pytest.raises(ValueError, match="unknown status to redo: done"):
+        VerifyConfig(redo=("done",))
+
+
+def test_environment_row_per_task_and_mode_on_each_verification(tmp_path):
+    repo = tmp_path / "work" / "proj"
+    store = _store(tmp_path, _fix_session(str(repo), _repo(repo)))
+    verify(VerifyConfig(store=store, env_mode="none"))
+    rows = query(store, "SELECT status, env_mode, env_reason FROM verifications")
+    assert {r["status"] for r in rows} == {"validated"}
+    assert {r["env_mode"] for r in rows} == {"none"}
+    (env,) = query(store, "SELECT * FROM environments")
+    assert env["mode"] == "none" and "python3" in env["tools"] and env["languages"] == ["python"]
+
+
+def test_search_roots_find_the_clone_and_a_change_retries_not_rebuilt(tmp_path):
+    clone = tmp_path / "clones" / "proj"
+    commit = _repo(clone)
+    store = _store(tmp_path, _fix_session("/nonexistent/proj", commit))  # the repository moved
+    first = verify(VerifyConfig(store=store, env_mode="none"))
+    assert first.not_rebuilt and query(store, "SELECT DISTINCT status FROM verifications")[0]["status"] == "not_rebuilt"
+    assert verify(VerifyConfig(store=store, env_mode="none")).tasks == 0  # nothing changed: nothing redone
+    again = verify(VerifyConfig(store=store, env_mode="none", repo_search=(tmp_path / "clones",)))
+    assert again.tasks == 1 and again.rebuilt == 1
+    assert {r["status"] for r in query(store, "SELECT status FROM verifications")} == {"validated"}
+    redo = verify(VerifyConfig(store=store, env_mode="none", repo_search=(tmp_path / "clones",), redo=("validated",)))
+    assert redo.tasks == 1
+
+
+def test_missing_ghost_snapshot_falls_back_to_the_header_commit(tmp_path):
+    repo = tmp_path / "work" / "proj"
+    store = _store(tmp_path, _fix_session(str(repo), _repo(repo), ghost="c" * 40))
+    verify(VerifyConfig(store=store, env_mode="none"))
+    rows = query(store, "SELECT status, status_reason FROM verifications")
+    assert {r["status"] for r in rows} == {"validated"}
+    state = query(store, "SELECT reason FROM verified")[0]["reason"]
+    assert "ghost snapshot cccccccccccc is not in the clone: header commit" in state
+
+
+@pytest.mark.parametrize("url", ["git@github.com:o/r.git", "https://github.com/o/r", "ssh://git@github.com/o/r.git"])
+def test_remote_urls_compare_normalised(url):
+    assert normalise_url(url) == "github.com/o/r"
