@@ -12,10 +12,11 @@ import shutil
 import tempfile
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logmine.demo import DEMO_DIR, DEMO_INPUTS
+from logmine.executor import ExecutorConfig
 from logmine.export.sft import SftExportConfig, SftExportSummary, export_sft
 from logmine.export.tmax import TmaxExportConfig, TmaxExportSummary, export_tmax
 from logmine.ingest.run import IngestConfig, IngestSummary, ingest
@@ -31,6 +32,7 @@ class RunConfig:
     pipeline: Path | None = None
     demo: bool = False
     out: Path | None = None  # default: the pipeline's [export] out
+    executor: ExecutorConfig | None = None  # default: the pipeline's [executor]
 
 
 @dataclass
@@ -61,18 +63,20 @@ def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary
     out = config.out or Path(exp["out"])
     paths = tuple(Path(p) for p in ing["paths"])
     repo_map = dict(ver["repo_map"])
+    executor = config.executor or ExecutorConfig(kind=settings["executor"]["kind"],
+                                                 address=settings["executor"]["address"] or None)
     with tempfile.TemporaryDirectory(prefix="logmine-demo-repos-") as tmp:
         if config.demo:
             paths = DEMO_INPUTS
             repo_map.update(_demo_repos(Path(tmp)))
         stage("ingest")
         ingested = ingest(IngestConfig(paths=paths, store=store, max_line_bytes=ing["max_line_mb"] << 20,
-                                       batch_bytes=ing["batch_mb"] << 20))
+                                       batch_bytes=ing["batch_mb"] << 20, executor=executor))
         with Store(store) as opened:
             stage("segment")
             segmented = segment(SegmentConfig(store=store, settings=settings["segment"]), store=opened)
             stage("verify")
-            verified = verify(VerifyConfig.from_settings(ver, store, repo_map), store=opened)
+            verified = verify(replace(VerifyConfig.from_settings(ver, store, repo_map), executor=executor), store=opened)
             summary = RunSummary(store, out, ingested, segmented, verified)
             summary.outputs["store"] = store
             if exp["sft"]:

@@ -7,7 +7,17 @@ path: ``Error: …`` on stderr, never a bare traceback); one module per command 
 commands on the app when imported here.
 """
 
-from logmine.cli import evaluate, export, ingest, run, segment, train, verify  # noqa: F401 - registers the commands
+from logmine.cli import (  # noqa: F401 - registers the commands
+    env,
+    evaluate,
+    export,
+    ingest,
+    maintenance,
+    run,
+    segment,
+    train,
+    verify,
+)
 from logmine.cli.main import app
 
 __all__ = ["app"]

@@ -13,6 +13,7 @@ from logmine.cli.options import (
     JsonOpt,
     QuietOpt,
     RepoMapOpt,
+    RepoSearchOpt,
     StoreOpt,
     field_default,
     given,
@@ -45,7 +46,12 @@ def export_tmax_cmd(
         help="Also export tasks whose candidates were not validated (marked in `source`).",
         show_default=_tmax_default("include_unvalidated"))] = None,
     image: Annotated[Optional[str], typer.Option(
-        help="Base image of the task environments.", show_default=_tmax_default("image"))] = None,
+        help="A prebuilt image holding everything the tasks need (task.toml's docker_image); default: each "
+             "bundle's environment/Dockerfile installs its dependencies.")] = None,
+    repo_search: RepoSearchOpt = None,
+    check: Annotated[Optional[bool], typer.Option(
+        help="Check each bundle in the sandbox before writing it (reward 0 on the seeds, 1 after the solution).",
+        show_default=_tmax_default("check"))] = None,
     env_name: Annotated[Optional[str], typer.Option(
         help="env_config.env_name of the rows.", show_default=_tmax_default("env_name"))] = None,
     as_json: JsonOpt = False,
@@ -53,16 +59,22 @@ def export_tmax_cmd(
     """TMax RL rows (messages, ground_truth, dataset, env_config, source) with a Harbor-style task
     bundle per row (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh)."""
     config = TmaxExportConfig(store=store_path(store), out=out_dir, **given(
-        repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image, env_name=env_name))
+        repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image, env_name=env_name,
+        repo_search=tuple(repo_search) if repo_search else None, check=check))
     summary = export_tmax(config)
     if as_json:
         out.print_json(json.dumps({
             "out": str(out_dir), "rows": summary.rows, "unvalidated": summary.unvalidated,
             "skipped_tasks": dict(summary.skipped), "credential_files_left_out": summary.left_out_files,
+            "reproduced": summary.reproduced, "rejects": [{"task_id": t, "reason": r} for t, r in summary.rejects],
             "redactions": dict(summary.redactions)}))
         return
     out.print(f"[bold]logmine export tmax[/]: {summary.rows} rows ({summary.unvalidated} unvalidated) → {out_dir}",
               highlight=False, soft_wrap=True)
+    out.print(f"  bundles that reproduced (reward 0 on the seeds, 1 after the solution): {summary.reproduced}",
+              highlight=False)
+    for task_id, reason in summary.rejects:
+        out.print(f"  rejected {task_id}: {reason}", highlight=False, soft_wrap=True)
     for reason, n in summary.skipped.most_common():
         out.print(f"  skipped {n} task(s): {reason}", highlight=False, soft_wrap=True)
     out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "

@@ -11,11 +11,23 @@ import typer
 
 from logmine.cli.errors import fail, with_hints
 from logmine.cli.main import app
-from logmine.cli.options import JsonOpt, QuietOpt, StoreOpt, field_default, given, store_path
+from logmine.cli.options import (
+    ExecutorOpt,
+    JsonOpt,
+    QuietOpt,
+    RayAddressOpt,
+    StoreOpt,
+    executor_config,
+    field_default,
+    given,
+    store_path,
+)
 from logmine.cli.output import bytes_progress, out
 from logmine.demo import DEMO_INPUTS
 from logmine.ingest import IngestConfig, NothingToIngest, ingest
 from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
+from logmine.store import Store
+from logmine.verify.report import environment_counts
 
 MIB_SHIFT = 20  # the flags count MiB, the config bytes
 
@@ -41,6 +53,8 @@ def ingest_cmd(
     jobs: Annotated[Optional[int], typer.Option(
         "--jobs", "-j", help="Worker processes reading files.", min=1,
         show_default=str(field_default(IngestConfig, "jobs")))] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -54,7 +68,8 @@ def ingest_cmd(
     if missing:
         fail(f"no such file or directory: {missing[0]}")
     config = IngestConfig(paths=inputs, **given(store=store, max_line_bytes=_mib(max_line_mb),
-                                                batch_bytes=_mib(batch_mb), jobs=jobs))
+                                                batch_bytes=_mib(batch_mb), jobs=jobs,
+                                                executor=executor_config(executor, ray_address)))
     progress, set_total, advance = bytes_progress("ingest", show=not quiet and not as_json)
     with progress:
         summary = ingest(config, total_cb=set_total, progress=lambda n, _path: advance(n))
@@ -76,7 +91,14 @@ def stats_cmd(
     if not (store / "catalog.duckdb").exists():
         fail(f"no logmine store at {store}", "run `logmine ingest` first or pass --store")
     counts = stats(store)
+    with Store(store, read_only=True) as opened:
+        counts["environments"] = environment_counts(opened)
     if as_json:
         out.print_json(json.dumps(counts))
     else:
         render_stats(out, counts, store)
+        envs = counts["environments"]
+        if envs["by_mode"]:
+            out.print("environments of verified tasks: " + ", ".join(f"{m} {n}" for m, n in envs["by_mode"].items())
+                      + "; languages: " + (", ".join(f"{k} {n}" for k, n in envs["by_language"].items()) or "-"),
+                      highlight=False)

@@ -24,6 +24,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 RepoMapOpt = Annotated[Optional[list[str]], typer.Option(
     "--repo-map", help="OLD=NEW: the repository recorded at OLD now lives at NEW (repeatable).")]
+RepoSearchOpt = Annotated[Optional[list[Path]], typer.Option(
+    "--repo-search", help="A directory holding clones: the clone with the recorded commit or remote is used "
+                          "for sessions whose repository moved or was not recorded (repeatable).")]
+ExecutorOpt = Annotated[Optional[str], typer.Option(
+    "--executor", help="Where units of work run: local (this machine's pool) or ray (docs/distributed.md).",
+    show_default="local")]
+RayAddressOpt = Annotated[Optional[str], typer.Option(
+    "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster address (HOST:PORT or auto); implies --executor ray.")]
 SetOpt = Annotated[Optional[list[str]], typer.Option(
     "--set", help="Any other config key, KEY=VALUE (YAML value), repeatable; e.g. --set delta=0.15.")]
 
@@ -82,3 +90,12 @@ def parse_sets(pairs: list[str] | None) -> dict[str, Any]:
                 pass
         values[key.strip().replace("-", "_")] = parsed
     return values
+
+
+def executor_config(kind: str | None, address: str | None):
+    """``--executor``/``--ray-address`` as an :class:`~logmine.executor.ExecutorConfig`; None when neither was given."""
+    from logmine.executor import ExecutorConfig
+
+    if kind is None and address is None:
+        return None
+    return ExecutorConfig(kind=kind or "ray", address=address)

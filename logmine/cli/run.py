@@ -10,6 +10,7 @@ from rich.table import Table
 
 from logmine.cli.errors import with_hints
 from logmine.cli.main import app
+from logmine.cli.options import ExecutorOpt, RayAddressOpt, executor_config
 from logmine.cli.output import err, out
 from logmine.ingest import NothingToIngest
 from logmine.ingest.report import render_summary
@@ -29,9 +30,12 @@ def run_cmd(
                                                   help="Store directory (default: the pipeline's).")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Export directory (default: the pipeline's).")] =
         None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
 ) -> None:
     """The main job: ingest → segment → verify → export (SFT and TMax), on ~/.codex or with --demo."""
-    config = RunConfig(store=store, pipeline=pipeline, demo=demo, out=out_dir)
+    config = RunConfig(store=store, pipeline=pipeline, demo=demo, out=out_dir,
+                       executor=executor_config(executor, ray_address))
     with err.status("running") as status:
         summary = run_pipeline(config, on_stage=lambda name: status.update(f"{name} …"))
     render_summary(out, summary.ingest, summary.store)

@@ -9,7 +9,19 @@ import typer
 
 from logmine.cli.errors import with_hints
 from logmine.cli.main import app
-from logmine.cli.options import JsonOpt, QuietOpt, RepoMapOpt, StoreOpt, field_default, given, parse_repo_map
+from logmine.cli.options import (
+    ExecutorOpt,
+    JsonOpt,
+    QuietOpt,
+    RayAddressOpt,
+    RepoMapOpt,
+    RepoSearchOpt,
+    StoreOpt,
+    executor_config,
+    field_default,
+    given,
+    parse_repo_map,
+)
 from logmine.cli.output import counting_progress, out
 from logmine.verify import NothingToVerify, VerifyConfig, verify
 from logmine.verify.report import render_verify_summary, verify_summary_dict
@@ -28,6 +40,15 @@ def verify_cmd(
     timeout: Annotated[Optional[float], typer.Option(
         help="Seconds per replayed or grading command.", min=1,
         show_default=str(field_default(VerifyConfig, "timeout_s")))] = None,
+    env_mode: Annotated[Optional[str], typer.Option(
+        help="How each task's software environment is provided: auto (host, then built), host, built or none "
+             "(docs/environments.md).", show_default=field_default(VerifyConfig, "env_mode"))] = None,
+    repo_search: RepoSearchOpt = None,
+    redo: Annotated[Optional[list[str]], typer.Option(
+        "--redo", help="Verify again the tasks holding this status (repeatable): validated, passes_at_start, "
+                       "fails_after, unscored, not_rebuilt.")] = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddressOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -37,7 +58,10 @@ def verify_cmd(
     Resumable: tasks already verified for their current segmentation are skipped.
     """
     config = VerifyConfig(**given(store=store, repo_map=parse_repo_map(repo_map), jobs=jobs, backend=backend,
-                                  timeout_s=timeout))
+                                  timeout_s=timeout, env_mode=env_mode,
+                                  repo_search=tuple(repo_search) if repo_search else None,
+                                  redo=tuple(redo) if redo else None,
+                                  executor=executor_config(executor, ray_address)))
     progress, report = counting_progress("verify", "tasks", show=not quiet and not as_json)
     with progress:
         summary = verify(config, progress=report)

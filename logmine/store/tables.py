@@ -151,6 +151,8 @@ VERIFICATIONS = pa.schema(
         ("after_excerpt", pa.string()),
         ("env_mode", pa.string()),  # how the task's environment was provided: host | built | none
         ("env_reason", pa.string()),  # why that way (or why none could be)
+        ("node", pa.string()),  # the executor's node that verified the task (docs/distributed.md)
+        ("worker", pa.string()),  # and its worker there
         ("verify_gen", pa.int64()),
     ]
 )

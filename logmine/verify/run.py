@@ -7,18 +7,20 @@ work happens in sandbox processes).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 
+from logmine.errors import LogmineError
+from logmine.executor import ExecutorConfig, Placement, make_executor
 from logmine.pipeline import load_pipeline
 from logmine.sandbox import Limits
 from logmine.segment.records import NoTasks, load_task, read_tasks
@@ -43,6 +45,10 @@ REDO_STATUSES = ("validated", "passes_at_start", "fails_after", "unscored", "not
 _DEFAULTS = load_pipeline()["verify"]  # the packaged pipeline's [verify] values are the defaults
 
 
+class VerifySettingsError(LogmineError, ValueError):
+    """A verify setting that does not exist (an environment mode, a status to redo)."""
+
+
 class NothingToVerify(NoTasks):
     """The store has no segmented tasks (or there is no store)."""
 
@@ -57,12 +63,17 @@ class VerifyConfig:
     env_mode: str = _DEFAULTS["env_mode"]  # auto | host | built | none (docs/environments.md)
     repo_search: tuple[Path, ...] = tuple(Path(p) for p in _DEFAULTS["repo_search"])  # roots holding clones
     redo: tuple[str, ...] = ()  # statuses whose tasks are verified again whatever decided them
+    executor: ExecutorConfig = ExecutorConfig()  # local threads (``jobs``), or a Ray cluster
 
     def __post_init__(self):
-        modes_to_try(self.env_mode, self.backend)  # ValueError for an unknown mode
+        try:
+            modes_to_try(self.env_mode, self.backend)
+        except ValueError as exc:
+            raise VerifySettingsError(str(exc)) from None
         unknown = sorted(set(self.redo) - set(REDO_STATUSES))
         if unknown:
-            raise ValueError(f"unknown status to redo: {', '.join(unknown)}; expected some of {', '.join(REDO_STATUSES)}")
+            raise VerifySettingsError(f"unknown status to redo: {', '.join(unknown)}",
+                                      f"expected some of {', '.join(REDO_STATUSES)}")
 
     @property
     def inputs(self) -> str:
@@ -110,15 +121,23 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
         summary.tasks = len(items)
         kinds = {c.verifier_id: c.kind for item in items for c in item.candidates}
         seg_gens = {item.task.task_id: item.task.seg_gen for item in items}
-        pending: list[tuple[TaskOutcome, int]] = []
-        with ThreadPoolExecutor(max_workers=max(1, config.jobs)) as pool:
-            for done, outcome in enumerate(pool.map(lambda i: verify_task(i, options), items), 1):
-                pending.append((outcome, seg_gens[outcome.task_id]))
+        pending: list[tuple[TaskOutcome, int, Placement | None]] = []
+        executor = make_executor(config.executor, default_jobs=max(1, config.jobs))
+        try:
+            if items:
+                executor.check_nodes(functools.partial(sandbox_missing, config.backend))
+            for count, done in enumerate(executor.map(functools.partial(_verify_unit, options), items), 1):
+                if done.error is not None:
+                    raise done.error
+                outcome = done.result
+                pending.append((outcome, seg_gens[outcome.task_id], done.placement))
                 _account(summary, outcome, kinds)
                 if len(pending) >= COMMIT_EVERY:
                     _commit(store, pending, config.inputs)
                 if progress:
-                    progress(done, len(items))
+                    progress(count, len(items))
+        finally:
+            executor.close()
         _commit(store, pending, config.inputs)
     summary.elapsed_s = time.monotonic() - started
     return summary
@@ -135,13 +154,30 @@ def _account(summary: VerifySummary, outcome: TaskOutcome, kinds: dict[str, str]
             summary.reasons[row["status"]] += 1
 
 
-def _commit(store: Store, pending: list[tuple[TaskOutcome, int]], inputs: str) -> None:
+def _verify_unit(options: VerifyOptions, item) -> TaskOutcome:
+    """One unit of work for the executor (a module-level function, so Ray can ship it by name)."""
+    return verify_task(item, options)
+
+
+def sandbox_missing(backend: str) -> str | None:
+    """A node's check: can this node open sandboxes of ``backend``? None, or why not."""
+    from logmine.sandbox.bwrap import probe
+    from logmine.sandbox.container import engine_available
+
+    if backend == "bwrap":
+        reason = probe()
+        return None if reason is None else f"the bwrap sandbox cannot run: {reason}"
+    return None if engine_available(backend) else f"no {backend} engine is reachable"
+
+
+def _commit(store: Store, pending: list[tuple[TaskOutcome, int, Placement | None]], inputs: str) -> None:
     if not pending:
         return
     rows, environments, state = [], [], []
-    for outcome, seg_gen in pending:
+    for outcome, seg_gen, placement in pending:
         gen = store.new_gen()
-        rows += [{**row, "verify_gen": gen} for row in outcome.rows]
+        where = {"node": placement.node, "worker": placement.worker} if placement else {}
+        rows += [{**row, **where, "verify_gen": gen} for row in outcome.rows]
         if outcome.environment is not None:
             environments.append({**outcome.environment, "verify_gen": gen})
         state.append((outcome.task_id, seg_gen, gen, outcome.rebuilt, outcome.reason, inputs))

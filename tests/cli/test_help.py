@@ -29,7 +29,8 @@ def test_every_command_is_registered():
     assert set(PATHS) == {
         ("ingest",), ("stats",), ("segment",), ("verify",), ("run",), ("filter",), ("eval",),
         ("export",), ("export", "sft"), ("export", "tmax"),
-        ("train",), ("train", "sft"), ("train", "grpo"), ("train", "init-model")}
+        ("train",), ("train", "sft"), ("train", "grpo"), ("train", "init-model"),
+        ("doctor",), ("scan",), ("env",), ("env", "show")}
 
 
 @pytest.mark.parametrize("path", [(), *PATHS], ids=lambda path: " ".join(path) or "logmine")

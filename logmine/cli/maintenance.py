@@ -1,0 +1,75 @@
+"""``logmine doctor`` and ``logmine scan``: check a store, and check what would be published."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from logmine.cli.errors import fail
+from logmine.cli.main import app
+from logmine.cli.options import JsonOpt, StoreOpt, store_path
+from logmine.cli.output import out
+
+
+@app.command("doctor")
+def doctor_cmd(
+    store: StoreOpt = None,
+    repair: Annotated[bool, typer.Option("--repair", help="Unregister bad parts and re-read the source files "
+                                         "whose rows they held.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every registered part and file state of a store; exit 1 while a problem is left."""
+    from logmine.ingest.doctor import doctor, doctor_dict, render_doctor
+
+    report = doctor(store_path(store), repair=repair)
+    if as_json:
+        out.print_json(json.dumps(doctor_dict(report)))
+    else:
+        render_doctor(out, report)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command("scan")
+def scan_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="Logs, directories or an export (text files, .tar.gz "
+                                                "members and .parquet string columns are read).")],
+    as_json: JsonOpt = False,
+    limit: Annotated[int, typer.Option(help="Rows of the per-file table.", min=1)] = 30,
+) -> None:
+    """Report, per kind and per file, what redaction would replace: check an export before publishing it.
+
+    Exit code 1 when anything was found (so a script can refuse to publish), 0 when clean.
+    """
+    from logmine.redact import scan
+
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        fail(f"no such file or directory: {missing[0]}")
+    report = scan(paths)
+    if as_json:
+        out.print_json(json.dumps({**report.summary(), "files": report.rows(), "skipped": report.skipped}))
+    else:
+        _render_scan(report, limit)
+    if report.total:
+        raise typer.Exit(1)
+
+
+def _render_scan(report, limit: int) -> None:
+    summary = report.summary()
+    if report.total:
+        kinds = Table("kind", "found", "files", title="would be redacted", title_justify="left")
+        for row in report.kind_rows():
+            kinds.add_row(row["kind"], str(row["count"]), str(row["files"]))
+        out.print(kinds)
+        files = Table("file", "kind", "found", title_justify="left")
+        for row in report.rows()[:limit]:
+            files.add_row(escape(row["file"]), row["kind"], str(row["count"]))
+        out.print(files)
+    out.print(f"{summary['findings']} finding(s) in {summary['files_with_findings']} of {summary['files_read']} "
+              f"files read ({summary['files_skipped']} skipped, {summary['bytes_read']} bytes)", highlight=False)
