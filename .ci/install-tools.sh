@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Optional tools some tests use; each is skipped with a note when it cannot be installed here, and
+# the tests that need it then skip cleanly. Idempotent.
+#
+# - bubblewrap: the default sandbox (Debian: apt-get install bubblewrap; needs root)
+# - Podman with local python:3.11-slim / node:18-slim images: the container backend and bundle builds
+#   (../shared/tools/container-engine/setup.sh: Debian, root, about 3 minutes the first time)
+# - Harbor (`harbor lint` of exported bundles): needs Python >= 3.12, installed in its own venv at
+#   .ci/harbor-venv; tests find it through LOGMINE_HARBOR=.ci/harbor-venv/bin/harbor
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+
+if ! command -v bwrap >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "install-tools: bubblewrap not installed" >&2
+  else
+    echo "install-tools: no bwrap and no root: sandbox tests will skip" >&2
+  fi
+fi
+
+SETUP="$ROOT/../shared/tools/container-engine/setup.sh"
+if [ "$(id -u)" = 0 ] && [ -f "$SETUP" ]; then
+  bash "$SETUP" >/tmp/logmine-container-setup.log 2>&1 || echo "install-tools: podman setup failed (see /tmp/logmine-container-setup.log)" >&2
+else
+  echo "install-tools: podman setup skipped (needs root and $SETUP)" >&2
+fi
+
+if [ ! -x "$HERE/harbor-venv/bin/harbor" ]; then
+  PY=""
+  for cand in python3.13 python3.12 "$HOME"/.pyenv/versions/3.13*/bin/python3.13 "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    if [ -x "$(command -v "$cand" 2>/dev/null || echo "$cand")" ] && "$cand" -c 'import sys; assert sys.version_info >= (3, 12)' 2>/dev/null; then
+      PY=$cand; break
+    fi
+  done
+  if [ -n "$PY" ]; then
+    ("$PY" -m venv "$HERE/harbor-venv" && "$HERE/harbor-venv/bin/pip" install -q harbor) >/tmp/logmine-harbor.log 2>&1 \
+      || { echo "install-tools: harbor not installed (see /tmp/logmine-harbor.log)" >&2; rm -rf "$HERE/harbor-venv"; }
+  else
+    echo "install-tools: no Python >= 3.12 for harbor: the harbor lint test will skip" >&2
+  fi
+fi
+exit 0
