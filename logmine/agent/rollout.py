@@ -36,13 +36,14 @@ from logmine.export.trajectory import APPLY_PATCH_TOOL, BASH_TOOL
 from logmine.sandbox import SandboxError
 
 _SENTINEL = "\x00LOGMINE_OBSERVATION\x00"
+MAX_TURNS = 64  # tool calls per rollout: TMax's limit, the one default of RolloutConfig and RolloutSettings
 FORMAT_FEEDBACK = ("Your response must contain exactly one tool call to `bash`, e.g. <tool_call> with the "
                    "command. Try again.")
 
 
 @dataclass(frozen=True, slots=True)
 class RolloutConfig:
-    max_turns: int = 64  # tool calls per rollout (TMax: 64)
+    max_turns: int = MAX_TURNS  # tool calls per rollout (TMax: 64)
     max_turn_tokens: int = 16384  # sampled tokens per assistant turn
     max_response_tokens: int = 65536  # sampled + observation tokens per rollout
     max_context: int = 0  # prompt + response; 0: the model's max_position_embeddings

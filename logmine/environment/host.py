@@ -159,6 +159,9 @@ def _bind_tool(plan: BindPlan, tool: str, user_path: str) -> None:
         return
     directory = str(Path(found).parent)
     _bind_install(plan, Path(found))
+    venv = Path(found).parent.parent
+    if (venv / "pyvenv.cfg").is_file():  # a venv's script: its shebang needs the venv's base interpreter
+        bind_base_interpreter(plan, venv)
     if directory not in plan.path:
         plan.path.append(directory)
 

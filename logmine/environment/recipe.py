@@ -30,6 +30,7 @@ _INSTALL_FILES = ("requirements.txt", "requirements-dev.txt", "requirements-test
                   "uv.lock", "poetry.lock", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "package.json",
                   "package-lock.json", "yarn.lock", "pnpm-lock.yaml")
 _TEST_TOOLS = ("pytest",)
+_BUILD_LEFTOVERS = {"build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".git", ".tox"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +90,34 @@ def recipe_for(env: Environment, tree: Path) -> Recipe:
     base = NODE_IMAGE if node and not python else PYTHON_IMAGE
     if node and python:
         steps.insert(0, "apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null")
-    inputs = tuple(manifests)
+    inputs = tuple(manifests) + (tuple(local_requirements(tree, manifests)) if python else ())
     return Recipe(base, tuple(steps), inputs, tuple(outputs), _key(base, steps, tree, inputs))
+
+
+def local_requirements(tree: Path, manifests: list[str]) -> list[str]:
+    """The files of the local directories the requirements files install (``./libs/foo``,
+    ``-e ./pkg``, ``file:./pkg``): the recipe's steps read them, so they are inputs like the manifests
+    (a monorepo's own packages, installed into its venv). Build leftovers are not."""
+    found: list[str] = []
+    for name in (m for m in manifests if m.startswith("requirements")):
+        try:
+            lines = (tree / name).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            words = line.split("#", 1)[0].split()
+            target = words[-1].removeprefix("file:") if words else ""
+            if not target.startswith(("./", "../")) and target not in (".",):
+                continue
+            root = (tree / target).resolve()
+            if root == tree.resolve() or tree.resolve() not in root.parents or not root.is_dir():
+                continue  # the project itself (never installed: its source is the workspace's) or outside
+            for path in sorted(root.rglob("*")):
+                rel = path.relative_to(tree.resolve())
+                leftover = set(rel.parts) & _BUILD_LEFTOVERS or any(p.endswith(".egg-info") for p in rel.parts)
+                if path.is_file() and not leftover:
+                    found.append(rel.as_posix())
+    return list(dict.fromkeys(found))
 
 
 def _venv_dir(env: Environment) -> str:

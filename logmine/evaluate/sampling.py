@@ -15,10 +15,12 @@ from pathlib import Path
 
 import torch
 
+from logmine.agent.policy import PolicyError, load_policy, make_engine
+from logmine.agent.rollout import run_rollouts
+from logmine.agent.settings import RolloutSettings, check_rollout_settings, env_config, rollout_config
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
+from logmine.config import check_positive_ints, config_dict
 from logmine.errors import LogmineError
-from logmine.train.config import check_positive_ints, config_dict
-from logmine.train.grpo_config import RolloutSettings, check_rollout_settings, env_config, rollout_config
 
 SAMPLES = "samples.jsonl"
 
@@ -77,10 +79,6 @@ class TaskSamples:
 def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None = None,
                ) -> tuple[list[RlTask], dict[str, TaskSamples]]:
     """Every task's K rollouts (from ``out/samples.jsonl`` when already done); returns (tasks, samples)."""
-    from logmine.agent.rollout import run_rollouts
-    from logmine.train.grpo import load_policy, make_engine
-    from logmine.train.sft import TrainError
-
     try:
         tasks = load_tasks(config.data)
     except TaskSetError as exc:
@@ -89,7 +87,7 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
     try:
         policy = load_policy(config.model, config.apply_patch)
         engine = make_engine(config.engine, policy, config.model, config.seed)
-    except TrainError as exc:
+    except PolicyError as exc:
         raise SamplingError(str(exc)) from exc
     todo = [t for t in tasks if t.task_id not in done]
     if progress:

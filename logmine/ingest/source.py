@@ -2,7 +2,8 @@
 
 Per line: decode UTF-8, redact, parse JSON, map. A line that fails any step becomes a quarantine row
 with the reason and a redacted excerpt; the file goes on. Redaction runs on the raw text before
-parsing, so every field derived from a line is already clean.
+parsing, so every field derived from a line is already clean; lines are redacted in batches (one
+prefilter pass per batch) and mapped one by one, in order.
 
 Change detection: a file whose size and mtime are as recorded is not opened. Otherwise its content
 (decompressed, for ``.gz``/``.zst``) is hashed in full (xxh3-128) up to the byte read last time; the
@@ -32,6 +33,10 @@ from logmine.ingest.redact import Redactor
 MAX_G0_BYTES = 1 << 30
 BOM = b"\xef\xbb\xbf"
 RESUMABLE = frozenset({"g1", "g2", "history"})  # formats read line by line, so a grown file resumes
+# Lines are redacted in batches (one prefilter pass per batch, :meth:`Redactor.redact_jsonl`); a
+# batch ends at this many lines or bytes, whichever comes first, so memory stays bounded.
+BATCH_LINES = 4096
+BATCH_BYTES = 16 << 20
 
 
 @dataclass
@@ -96,6 +101,28 @@ def unchanged(prev: FileRecord | None, size: int, mtime_ns: int) -> bool:
     return prev is not None and prev.error is None and (prev.size, prev.mtime_ns) == (size, mtime_ns)
 
 
+@dataclass
+class _LineBatch:
+    """Lines waiting to be redacted together: up to :data:`BATCH_LINES` lines or :data:`BATCH_BYTES`."""
+
+    numbers: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    data: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, line_no: int, offset: int, data: bytes) -> None:
+        self.numbers.append(line_no)
+        self.offsets.append(offset)
+        self.data.append(data)
+        self.size += len(data)
+
+    def full(self) -> bool:
+        return len(self.numbers) >= BATCH_LINES or self.size >= BATCH_BYTES
+
+    def clear(self) -> None:
+        self.numbers, self.offsets, self.data, self.size = [], [], [], 0
+
+
 class _JsonlReader:
     """Line-by-line reading of G1, G2 and history files."""
 
@@ -112,6 +139,7 @@ class _JsonlReader:
         self.start = self.consumed = self.end = start
         self.hasher = hasher
         state = self.mapper.state
+        batch = _LineBatch()
         for line in iter_lines(content, start, self.max_line, hasher):
             self.end = line.offset + line.length + (1 if line.terminated else 0)
             if not line.terminated and line.data is not None and not _is_json(line.data.removeprefix(BOM)):
@@ -121,18 +149,40 @@ class _JsonlReader:
             state.line_no += 1
             self.consumed = self.end
             if line.data is None:
-                self._quarantine(line.offset, f"line of {line.length} bytes exceeds the {self.max_line}-byte limit", "")
+                self._lines(batch)  # rows keep the order of the lines
+                self._quarantine(line.offset, f"line of {line.length} bytes exceeds the {self.max_line}-byte limit",
+                                 "")
             elif line.data.strip():
-                self._line(line.data.removeprefix(BOM) if line.offset == 0 else line.data, line.offset)
+                batch.add(state.line_no, line.offset, line.data.removeprefix(BOM) if line.offset == 0 else line.data)
+                if batch.full():
+                    self._lines(batch)
+        self._lines(batch)
 
-    def _line(self, data: bytes, offset: int) -> None:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            excerpt = self.redactor.redact_text(data.decode("utf-8", "replace"))
-            self._quarantine(offset, f"invalid UTF-8 at byte {exc.start}", excerpt)
+    def _lines(self, batch: _LineBatch) -> None:
+        """Map a batch of lines, redacted together (one prefilter pass over the batch), in order."""
+        if not batch.numbers:
             return
-        clean = self.redactor.redact_json_line(text)
+        state = self.mapper.state
+        read_so_far = state.line_no
+        texts: list[str | UnicodeDecodeError] = []
+        for data in batch.data:
+            try:
+                texts.append(data.decode("utf-8"))
+            except UnicodeDecodeError as exc:
+                texts.append(exc)
+        cleans = iter(self.redactor.redact_jsonl([t for t in texts if isinstance(t, str)]))
+        for line_no, offset, data, text in zip(batch.numbers, batch.offsets, batch.data, texts):
+            state.line_no = line_no  # rows and quarantine entries name their own line
+            if isinstance(text, str):
+                self._line(text, next(cleans), offset)
+            else:
+                excerpt = self.redactor.redact_text(data.decode("utf-8", "replace"))
+                self._quarantine(offset, f"invalid UTF-8 at byte {text.start}", excerpt)
+        state.line_no = read_so_far
+        batch.clear()
+
+    def _line(self, text: str, clean: str, offset: int) -> None:
+        """One decoded line and its redacted text: parsed, mapped, or quarantined with the reason."""
         try:
             obj = orjson.loads(clean)
         except orjson.JSONDecodeError as exc:

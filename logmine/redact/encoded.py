@@ -5,6 +5,9 @@ a CI log may print a service account's JSON the same way. A *block* is one base6
 more characters, or several separated by newlines (raw or JSON-escaped: a PEM wrapped at 76
 columns). A block whose decoding is mostly printable text is scanned with the same rules; if it
 holds a secret, the block becomes one placeholder of that secret's kind.
+
+A block cut at an arbitrary character (the tail of a long output kept as an excerpt) is decoded
+from each of the four alignments until one gives text: only the right one does.
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ _FERNET = "gAAAAA"  # encrypted reasoning: ciphertext, never a readable secret
 _PRINTABLE = frozenset(range(32, 127)) | {9, 10, 13}
 
 
-def decode(block: str) -> str | None:
-    """The text a base64 block encodes (standard or URL-safe alphabet), or None when it decodes
-    to binary (an image, ciphertext, a hash) rather than text."""
-    data = _SEPARATORS.sub("", block).rstrip("=").replace("-", "+").replace("_", "/")
+def decode(block: str, skip: int = 0) -> str | None:
+    """The text a base64 block encodes (standard or URL-safe alphabet), its first ``skip``
+    characters left out, or None when it decodes to binary (an image, ciphertext, a hash, or text
+    decoded out of alignment) rather than text."""
+    data = _SEPARATORS.sub("", block).rstrip("=").replace("-", "+").replace("_", "/")[skip:]
     data = data[:len(data) - len(data) % 4]
     try:
         raw = binascii.a2b_base64(data)
@@ -45,9 +49,10 @@ def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | Non
     kind; ``kind_of(decoded)`` names the first secret in a decoded text, else None."""
     finds = []
     for m in _BLOCK.finditer(text):
-        if m.group().startswith(_FERNET) or (decoded := decode(m.group())) is None:
+        if m.group().startswith(_FERNET):
             continue
-        if kind := kind_of(decoded):
+        decoded = next((d for skip in range(4) if (d := decode(m.group(), skip)) is not None), None)
+        if decoded is not None and (kind := kind_of(decoded)):
             finds.append((m.start(), m.end(), kind))
     if not finds:
         return text

@@ -86,7 +86,7 @@ EARLY_RULES = (
      r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:" + NL + r"+" + _PEM_LINE + r")*",
      ("-----begin",), (), None),
     ("pem-private-key-tail", "private_key",  # the body and END line of a block whose BEGIN was cut off
-     r"(?:(?<![A-Za-z0-9+/=])[A-Za-z0-9+/=]{40,100}" + NL + r"+)+-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+     r"(?:(?:(?<![A-Za-z0-9+/=])|(?<=\\[rn]))[A-Za-z0-9+/=]{40,100}" + NL + r"+)+-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
      ("-----end",), (), None),
 )
 OWN_RULES = (
@@ -104,16 +104,16 @@ OWN_RULES = (
     ("authorization-header", "authorization_header", r"(?i)authorization" + Q + r"[ \t]*[:=][ \t]*" + Q
      + r"[ \t]*(?:bearer|basic|token|bot|digest)[ \t]+([A-Za-z0-9._~+/\-]{8,}=*)",
      ("authorization",), (), lambda m: is_value(m.group(1))),
-    ("bearer-token", "authorization_header", r"(?i)\bbearer[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)", ("bearer",), (),
+    ("bearer-token", "authorization_header", r"(?i)" + BOUNDARY + r"bearer[ \t]+([A-Za-z0-9._~+/\-]{20,}=*)", ("bearer",), (),
      lambda m: any(c.isdigit() for c in m.group(1)) and entropy(m.group(1)) > 3.0),
     ("url-password", "url_password",  # user:pass@, unless a default such as postgres:postgres
      r"://([^\s:/@\"'\\<>\[\]]{1,256}):(?P<secret>[^\s:/@\"'\\<>\[\]]{1,256})@",
      ("://",), (), lambda m: is_value(m["secret"]) and m["secret"] != m[1]),
     ("mysql-password-flag", "password",  # mysql -pPASS, mysqldump --password=PASS
-     r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]{0,200}?[ \t](?:-p|--password=)"
+     BOUNDARY + r"(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]{0,200}?[ \t](?:-p|--password=)"
      + Q + r"(?P<secret>[^\s'\"\\`|;&]{3,})", ("mysql", "mariadb"), (), _literal),
     ("django-secret-key", "secret_key",  # SECRET_KEY = 'django-insecure-…' ($, (, # and ! included)
-     r"\b(?:DJANGO_)?SECRET_KEY[ \t]*[=:][ \t]*\\*[\"'](?P<secret>[^\s'\"\\]{12,})", ("secret_key",), (),
+     BOUNDARY + r"(?:DJANGO_)?SECRET_KEY[ \t]*[=:][ \t]*\\*[\"'](?P<secret>[^\s'\"\\]{12,})", ("secret_key",), (),
      lambda m: is_value(m["secret"]) and not m["secret"].startswith(("os.", "env"))),
     ("npm-auth-token", "npm_token", r"_auth(?:Token)?[ \t]*=[ \t]*" + Q + r"(?P<secret>[^\s'\"\\]{8,})",
      ("_auth",), (), lambda m: is_value(m["secret"])),
@@ -131,10 +131,10 @@ ENV_RULE = (  # NAME=value, export NAME=value, NAME: value, NAME = "value"
 # Run after NAME=value secrets and JSON keys: they catch what those did not name.
 LATE_RULES = (
     ("password-assignment", "password",  # password=hunter2 in a command, URL query or config line
-     r"(?i)(?<![A-Za-z0-9])(?:pass(?:word|wd)?|pwd)" + Q + r"[ \t]*[=:][ \t]*" + Q
+     r"(?i)(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))(?:pass(?:word|wd)?|pwd)" + Q + r"[ \t]*[=:][ \t]*" + Q
      + r"(?P<secret>[^\s'\"\\`&;,)(<>\[\]{}|]{4,})", ("pass", "pwd"), (), _literal),
     ("secret-in-prose", "generic_secret",  # "the API key is 4f9c…", "client secret: …", "token abc…"
-     r"(?i)\b(?:secret|token|api[ _-]?key|access[ _-]?key|client[ _-]?secret)(?:[ \t]+(?:key|is|was|for \w+))*"
+     r"(?i)" + BOUNDARY + r"(?:secret|token|api[ _-]?key|access[ _-]?key|client[ _-]?secret)(?:[ \t]+(?:key|is|was|for \w+))*"
      r"[ \t]*[:=]?[ \t]+" + Q + r"(?P<secret>[A-Za-z0-9/+_\-.]{20,})", ("secret", "token", "key"), (), _random),
 )
 

@@ -20,6 +20,13 @@ Parquet magic). A missing or unreadable part is left out of the views and report
 units whose rows it held for redoing (:data:`~logmine.store.catalog.STALE_SQL`), so the next ingest
 re-reads those source files.
 
+Redaction: :meth:`Store.commit` is the gate of every table: each passes
+:func:`~logmine.redact.redact_table` (every string column, inside lists and structs too, so a new
+column cannot bypass it), except a table whose spec names the function that redacted its rows at
+their source (:attr:`~logmine.store.catalog.TableSpec.redacted_at_source`: ingest's, which redacts
+each line before parsing it). The free-text columns of the state rows
+(:data:`~logmine.store.catalog.STATE_TEXT`) are redacted too. :attr:`Store.redactions` counts by kind.
+
 Crash safety: Parquet parts are written under a temporary name and renamed, then registered together
 with the new stage state in one DuckDB transaction. A process killed at any moment leaves either the
 old or the new catalog; unregistered parts are deleted when the store is next opened. A unit that is
@@ -33,6 +40,7 @@ import fcntl
 import logging
 import os
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import duckdb
@@ -40,7 +48,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
-from logmine.store.catalog import STALE_SQL, STATE_DDL, TABLES, VIEWS, migrate_state
+from logmine.redact import Redactor, redact_table
+from logmine.store.catalog import STALE_SQL, STATE_DDL, STATE_TEXT, TABLES, VIEWS, migrate_state
 from logmine.store.parts import PartProblem, deep_problem, quick_problem
 
 CATALOG = "catalog.duckdb"
@@ -67,6 +76,7 @@ class Store:
         self.problems: list[str] = []
         self.unusable_parts: list[PartProblem] = []  # the same, as records
         self._unusable: set[tuple[str, str]] = set()
+        self._redactor: Redactor | None = None  # made at the first commit (compiling the rules takes time)
         self._lock = self._take_lock(read_only)
         try:
             self.con = duckdb.connect(str(self.root / CATALOG), read_only=read_only)
@@ -131,11 +141,18 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------------
 
+    @property
+    def redactions(self) -> Counter:
+        """What the redaction gate replaced in this store's commits so far, by kind."""
+        return self._redactor.counts if self._redactor else Counter()
+
     def commit(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]]) -> None:
         """Write the tables as new parts and upsert the stage's state rows, atomically.
 
-        ``state`` maps a state table (``files``, ``segmented``) to whole rows for it.
+        ``state`` maps a state table (``files``, ``segmented``) to whole rows for it. Tables and the
+        free-text columns of state rows pass the redaction gate first (see the module docstring).
         """
+        tables, state = self._redacted(tables, state)
         written: list[tuple[str, Path, list[int]]] = []
         try:
             for name, table in tables.items():
@@ -166,6 +183,30 @@ class Store:
             raise
         for name, path in dead:  # after the commit: a crash before this only leaves orphans
             (self.root / name / path).unlink(missing_ok=True)
+
+    def _redacted(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]]) -> tuple[dict, dict]:
+        """The redaction gate: every table not redacted at its source, and the state rows' free text."""
+        if self._redactor is None:
+            self._redactor = Redactor()
+        redactor = self._redactor
+        tables = {name: table if TABLES[name].redacted_at_source or not table.num_rows else redact_table(table, redactor)
+                  for name, table in tables.items()}
+        gated = dict(state)
+        for name, rows in state.items():
+            text_columns = STATE_TEXT.get(name, ())
+            at = [i for i, column in enumerate(self._state_columns(name)) if column in text_columns] if rows else []
+            if at:
+                rows = [list(row) for row in rows]
+                for i in at:
+                    for row, text in zip(rows, redactor.redact_many([row[i] for row in rows])):
+                        row[i] = text
+                gated[name] = [tuple(row) for row in rows]
+        return tables, gated
+
+    def _state_columns(self, name: str) -> list[str]:
+        return [c for (c,) in self.con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ? "
+            "ORDER BY column_index", [name]).fetchall()]
 
     def _write_part(self, name: str, table: pa.Table) -> Path:
         final = self.root / name / f"part-{uuid.uuid4().hex}.parquet"

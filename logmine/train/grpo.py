@@ -32,34 +32,46 @@ Departures from textbook GRPO (each a config key):
 Run directory: ``config.json``; ``metrics.jsonl`` (one row per step); ``rollouts.jsonl`` (every
 rollout: task, reward, end, turns, commands, token ids); ``checkpoints/step-N/`` (``model/`` plus
 ``trainer_state.pt``: optimizer, scheduler, RNG, the task sampler's position); ``final/`` (model +
-tokenizer). ``resume`` continues from the latest checkpoint. Single process (no DDP for GRPO yet).
+tokenizer). ``resume`` continues from the latest checkpoint. Single process (no DDP for GRPO yet). The
+run directory's handling is shared with SFT (:mod:`logmine.train.run_dir`); the policy and its
+engine come from :mod:`logmine.agent.policy`, as for ``filter`` and ``eval``.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import math
 import random
-import shutil
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from logmine.agent.engines import HfEngine, VllmEngine
-from logmine.agent.rollout import ChatFormat, Rollout, run_rollouts
+from logmine.agent.policy import Policy, PolicyError, load_policy, make_engine
+from logmine.agent.rollout import Rollout, run_rollouts
+from logmine.agent.settings import env_config, rollout_config
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
-from logmine.train.config import config_dict
-from logmine.train.grpo_config import GrpoTrainConfig, env_config, rollout_config
+from logmine.train.grpo_config import GrpoTrainConfig
 from logmine.train.rl_batch import collate, micro_batches, sequences, token_logprobs
 from logmine.train.rl_loss import group_advantages, kl_k3, policy_loss, sequence_is_keep, truncated_is_weights
-from logmine.train.sft import TrainError, complete_checkpoints, lr_schedule, require_model_dir
+from logmine.train.run_dir import (
+    METRICS,
+    JsonlLog,
+    TrainError,
+    claim_run_dir,
+    latest_state,
+    lr_schedule,
+    restore_rng,
+    rng_state,
+    save_checkpoint,
+    truncate_logs,
+)
 
-STATE = "trainer_state.pt"
+ROLLOUTS = "rollouts.jsonl"
 
 
 @dataclass
@@ -71,48 +83,6 @@ class GrpoSummary:
     rewards: list[float] = field(default_factory=list)  # mean reward per step of this invocation
     out: Path | None = None
     elapsed_s: float = 0.0
-
-
-@dataclass
-class Policy:
-    """A causal LM, its tokenizer and chat format, loaded from a local directory."""
-
-    model: torch.nn.Module
-    tokenizer: object
-    fmt: ChatFormat
-    max_context: int
-
-
-def load_policy(path: Path, apply_patch: bool = False) -> Policy:
-    """Raises TrainError when the directory holds no model or tokenizer, or the template cannot do TITO."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    require_model_dir(path)
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    except (OSError, ValueError) as exc:
-        raise TrainError(f"no tokenizer in {path}: {str(exc).splitlines()[0]}") from exc
-    if not tokenizer.chat_template:
-        raise TrainError(f"the tokenizer in {path} has no chat template")
-    try:
-        fmt = ChatFormat.from_tokenizer(tokenizer, apply_patch)
-    except ValueError as exc:
-        raise TrainError(str(exc)) from exc
-    model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=torch.float32)
-    if tokenizer.pad_token_id is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return Policy(model, tokenizer, fmt, int(getattr(model.config, "max_position_embeddings", 0) or 1 << 20))
-
-
-def make_engine(name: str, policy: Policy, model_path: Path, seed: int):
-    if name == "vllm":
-        try:
-            return VllmEngine(str(model_path), seed=seed)
-        except RuntimeError as exc:
-            raise TrainError(str(exc)) from exc
-    return HfEngine(policy.model, policy.tokenizer.pad_token_id)
 
 
 class TaskSampler:
@@ -140,9 +110,12 @@ def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | Non
         tasks = load_tasks(config.data)
     except TaskSetError as exc:
         raise TrainError(str(exc)) from exc
-    policy = load_policy(config.model, config.apply_patch)
-    model = policy.model.to("cuda" if torch.cuda.is_available() else "cpu")
-    engine = make_engine(config.engine, policy, config.model, config.seed)
+    try:
+        policy = load_policy(config.model, config.apply_patch)
+        model = policy.model.to("cuda" if torch.cuda.is_available() else "cpu")
+        engine = make_engine(config.engine, policy, config.model, config.seed)
+    except PolicyError as exc:
+        raise TrainError(str(exc)) from exc
     reference = copy.deepcopy(model).eval().requires_grad_(False) if config.beta > 0 or config.ref_kl else None
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(config))
@@ -151,18 +124,15 @@ def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | Non
     if start:
         engine.sync(model)
     summary = GrpoSummary(resumed_from=start, out=config.out)
-    metrics_file = (config.out / "metrics.jsonl").open("a")
-    rollouts_file = (config.out / "rollouts.jsonl").open("a") if config.save_rollouts else None
-    try:
+    with (JsonlLog(config.out / METRICS) as metrics,
+          JsonlLog(config.out / ROLLOUTS) if config.save_rollouts else nullcontext() as rollouts_log):
         for step in range(start + 1, config.max_steps + 1):
             torch.manual_seed(config.seed * 1_000_003 + step)  # a resumed run samples what the original would
             t0 = time.monotonic()
             groups, drawn, all_rollouts, timings = _collect(config, engine, policy, sampler)
             rollout_s = time.monotonic() - t0
-            if rollouts_file:
-                for r in all_rollouts:
-                    rollouts_file.write(json.dumps({"step": step, **_rollout_row(r)}) + "\n")
-                rollouts_file.flush()
+            if rollouts_log:
+                rollouts_log.write(*({"step": step, **_rollout_row(r)} for r in all_rollouts))
             t1 = time.monotonic()
             update = _update(config, model, reference, optimizer, scheduler, groups, policy.tokenizer.pad_token_id)
             engine.sync(model)
@@ -173,19 +143,17 @@ def train_grpo(config: GrpoTrainConfig, on_metrics: Callable[[dict], None] | Non
             summary.unscored += row["unscored"]
             summary.rewards.append(row["reward_mean"])
             if step % config.log_every == 0 or step == config.max_steps:
-                metrics_file.write(json.dumps(row) + "\n")
-                metrics_file.flush()
+                metrics.write(row)
                 if on_metrics:
                     on_metrics(row)
             if config.save_every and step % config.save_every == 0:
-                _save(config.out / "checkpoints" / f"step-{step}", model, optimizer, scheduler, sampler, step)
+                save_checkpoint(config.out / "checkpoints" / f"step-{step}", model, {
+                    "step": step, "model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
+                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    "drawn": sampler.drawn, "rng": rng_state()})
         final = config.out / "final"
         model.save_pretrained(str(final))
         policy.tokenizer.save_pretrained(str(final))
-    finally:
-        metrics_file.close()
-        if rollouts_file:
-            rollouts_file.close()
     summary.elapsed_s = time.monotonic() - started
     return summary
 
@@ -349,52 +317,16 @@ def _rollout_row(r: Rollout) -> dict:
 
 
 def _start(config: GrpoTrainConfig, model, optimizer, scheduler, sampler: TaskSampler) -> int:
-    out = config.out
+    """Claim the run directory; on resume, restore the latest checkpoint (and cut the logs to it) and
+    return its step."""
     if not config.resume:
-        if (out / "metrics.jsonl").exists() or (out / "checkpoints").exists():
-            raise TrainError(f"the run directory {out} is in use (pass resume to continue it, or another out)")
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(config_dict(config), indent=2) + "\n")
+        claim_run_dir(config)
         return 0
-    checkpoints = complete_checkpoints(out / "checkpoints")
-    if not checkpoints:
-        raise TrainError(f"nothing to resume: no checkpoint in {out / 'checkpoints'}")
-    try:
-        state = torch.load(checkpoints[-1] / STATE, map_location="cpu", weights_only=False)
-    except (OSError, RuntimeError, EOFError) as exc:
-        raise TrainError(f"cannot read the checkpoint {checkpoints[-1]}: {exc}") from exc
+    state = latest_state(config.out)
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     sampler.drawn = state["drawn"]
-    random.setstate(state["rng"]["python"])
-    np.random.set_state(state["rng"]["numpy"])
-    _truncate_logs(out, int(state["step"]))
+    restore_rng(state["rng"])
+    truncate_logs(config.out, int(state["step"]), (METRICS, ROLLOUTS))
     return int(state["step"])
-
-
-def _truncate_logs(out: Path, step: int) -> None:
-    """Drop log rows of steps after the checkpoint (a crash between checkpoint and log would repeat them)."""
-    for name in ("metrics.jsonl", "rollouts.jsonl"):
-        path = out / name
-        if path.exists():
-            rows = [line for line in path.read_text().splitlines() if _step_of(line) is not None
-                    and _step_of(line) <= step]  # a line cut by a crash is dropped
-            path.write_text("".join(line + "\n" for line in rows))
-
-
-def _step_of(line: str) -> int | None:
-    try:
-        return int(json.loads(line)["step"])
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def _save(path: Path, model, optimizer, scheduler, sampler: TaskSampler, step: int) -> None:
-    partial = path.with_name(path.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    model.save_pretrained(str(partial / "model"))
-    torch.save({"step": step, "model": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "drawn": sampler.drawn,
-                "rng": {"python": random.getstate(), "numpy": np.random.get_state()}}, partial / STATE)
-    partial.rename(path)

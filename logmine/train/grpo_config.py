@@ -1,9 +1,11 @@
 """The GRPO run's configuration: one frozen dataclass, filled from ``train/grpo-dppo.yaml`` and flags
 (:func:`logmine.train.config.load_config` with ``kind=GrpoTrainConfig``; unknown keys are errors).
+The rollout fields are those of :class:`logmine.agent.settings.RolloutSettings`, shared with filter and eval.
 
 Defaults follow TMax's released recipe (centered advantages, DPPO binary-TV δ = 0.1, β = 0, zero-std
 filtering with active sampling, constant LR, grad-norm 1.0, T = 1.0, 64 tool steps, 120 s per
-command) scaled down for one machine: fewer prompts, a smaller group, shorter turns.
+command) scaled down for one machine: fewer prompts, a smaller group, shorter turns (``max_turns``
+keeps TMax's 64 as its default; ``train/grpo-dppo.yaml`` sets fewer).
 """
 
 from __future__ import annotations
@@ -11,50 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from logmine.agent.env import EnvConfig
-from logmine.agent.rollout import RolloutConfig
-from logmine.agent.tools import PARSERS
-from logmine.train.config import ConfigError, check_choice, check_positive_ints
+from logmine.agent.settings import RolloutSettings, check_rollout_settings
+from logmine.config import ConfigError, check_choice, check_positive_ints
 from logmine.train.rl_loss import ADVANTAGES, DIVERGENCES, IS_LEVELS, LOSSES, PolicyLossConfig
 
-ENGINES = ("hf", "vllm")
 DTYPES = ("fp32", "bf16")
 SCHEDULES = ("constant", "cosine")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RolloutSettings:
-    """How rollouts are made: the fields ``train grpo``, ``filter`` and ``eval`` share (one
-    declaration; :func:`rollout_config` and :func:`env_config` read them)."""
-
-    engine: str = "hf"  # hf (transformers generate, CPU or GPU) | vllm (GPU, the vllm extra)
-    rollout_workers: int = 4  # sandboxes stepped in parallel
-    max_turns: int = 16
-    max_turn_tokens: int = 512
-    max_response_tokens: int = 4096
-    temperature: float = 1.0
-    top_p: float = 1.0
-    parser: str = "auto"
-    format_feedback: bool = False
-    system_prompt: str | None = None
-    apply_patch: bool = False
-    backend: str = "bwrap"
-    image: str | None = None
-    command_timeout_s: float = 120.0
-    test_timeout_s: float = 120.0
-    test_timeout_reward: float | None = 0.0  # a grader past its timeout: this reward (None: unscored)
-
-
-def check_rollout_settings(c: RolloutSettings) -> None:
-    """Raises ConfigError for a rollout setting no run can use."""
-    check_choice(c.engine, "engine", ENGINES)
-    check_choice(c.parser, "parser", tuple(PARSERS))
-    check_positive_ints(c, ("rollout_workers", "max_turns", "max_turn_tokens", "max_response_tokens"))
-    for name in ("temperature", "command_timeout_s", "test_timeout_s"):
-        if not getattr(c, name) > 0:
-            raise ConfigError(f"{name} must be positive, got {getattr(c, name)!r}")
-    if not 0 < c.top_p <= 1:
-        raise ConfigError(f"top_p must be in (0, 1], got {c.top_p}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +104,3 @@ class GrpoTrainConfig(RolloutSettings):  # the rollout fields are RolloutSetting
                                 ratio_cap=self.ratio_cap, clip_low=self.clip_low, clip_high=self.clip_high,
                                 beta=self.beta)
 
-
-def rollout_config(c: RolloutSettings) -> RolloutConfig:
-    """The rollout loop's settings of a GRPO, filter or eval config."""
-    return RolloutConfig(max_turns=c.max_turns, max_turn_tokens=c.max_turn_tokens,
-                         max_response_tokens=c.max_response_tokens, temperature=c.temperature, top_p=c.top_p,
-                         parser=c.parser, format_feedback=c.format_feedback, workers=c.rollout_workers,
-                         system_prompt=c.system_prompt)
-
-
-def env_config(c: RolloutSettings) -> EnvConfig:
-    return EnvConfig(backend=c.backend, image=c.image, command_timeout_s=c.command_timeout_s,
-                     test_timeout_s=c.test_timeout_s, test_timeout_reward=c.test_timeout_reward,
-                     apply_patch=c.apply_patch)

@@ -13,7 +13,9 @@ nll_action, nll_observation, lr, grad_norm, tokens, tokens_per_s, elapsed_s); ``
 every ``save_every`` steps (``model/`` as ``save_pretrained`` writes it, plus ``trainer_state.pt``:
 trainable weights, optimizer, scheduler, RNG states, step = data position); ``final/`` at the end
 (model + a copy of the tokenizer when the model directory has one). ``resume`` restores the latest
-checkpoint and continues bit-for-bit (same data order, same RNG, same optimizer state).
+checkpoint and continues bit-for-bit (same data order, same RNG, same optimizer state). The run
+directory's handling (claim, ``.partial`` checkpoints, resume, the metrics log) is shared with GRPO:
+:mod:`logmine.train.run_dir`.
 
 The library prints nothing (transformers' progress bars are turned off): ``on_metrics`` receives
 every metrics row, for a live table. Not handled: examples longer than the model's context (they are
@@ -22,29 +24,36 @@ trained as they are), evaluation sets, FSDP/DeepSpeed sharding (plain DDP throug
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from logmine.errors import LogmineError
-from logmine.train.config import SftTrainConfig, config_dict
+from logmine.train.config import SftTrainConfig
 from logmine.train.data import TokenExample, collate, load_examples, step_batches
 from logmine.train.loss import actobs_loss, step_denominator, token_nll
+from logmine.train.run_dir import (
+    METRICS,
+    JsonlLog,
+    TrainError,
+    claim_run_dir,
+    latest_state,
+    lr_schedule,
+    require_model_dir,
+    restore_rng,
+    rng_state,
+    save_checkpoint,
+    truncate_logs,
+)
 
-STATE = "trainer_state.pt"
-
-
-class TrainError(LogmineError, RuntimeError):
-    """The run cannot start: no data, no model, a run directory in use, nothing to resume, a missing
-    optional dependency."""
+__all__ = ["TrainError", "TrainSummary", "train_sft"]  # TrainError: the CLI imports it from here
 
 
 @dataclass
@@ -87,36 +96,39 @@ def train_sft(config: SftTrainConfig, on_metrics: Callable[[dict], None] | None 
     steps = step_batches(examples, config.batch_tokens, config.grad_accum * ranks, config.seed)
     for _ in range(start):  # the data position is the step number
         next(steps)
-    metrics_file = (config.out / "metrics.jsonl").open("a") if accelerator.is_main_process else None
-    try:
-        for step in range(start + 1, config.max_steps + 1):
-            t0 = time.monotonic()
-            row = _train_step(config, accelerator, model, optimizer, scheduler, examples, next(steps), rank, ranks,
-                              pad_id)
-            row.update(step=step, tokens_per_s=row["tokens"] / max(time.monotonic() - t0, 1e-9),
-                       elapsed_s=time.monotonic() - started)
-            summary.steps, summary.final_loss = step, row["loss"]
-            summary.tokens += row["tokens"]
-            summary.losses.append(row["loss"])
-            if metrics_file and (step % config.log_every == 0 or step == config.max_steps):
-                metrics_file.write(json.dumps(row) + "\n")
-                metrics_file.flush()
-                if writer:
-                    for key, value in row.items():
-                        if key != "step" and value is not None:
-                            writer.add_scalar(f"train/{key}", value, step)
-                if on_metrics:
-                    on_metrics(row)
-            if config.save_every and step % config.save_every == 0:
-                _save(config.out / "checkpoints" / f"step-{step}", accelerator, model, optimizer, scheduler, step)
-        _save_final(config, accelerator, model)
-    finally:
-        if metrics_file:
-            metrics_file.close()
-        if writer:
-            writer.close()
+    with (JsonlLog(config.out / METRICS) if accelerator.is_main_process else nullcontext()) as metrics:
+        try:
+            for step in range(start + 1, config.max_steps + 1):
+                t0 = time.monotonic()
+                row = _train_step(config, accelerator, model, optimizer, scheduler, examples, next(steps), rank,
+                                  ranks, pad_id)
+                row.update(step=step, tokens_per_s=row["tokens"] / max(time.monotonic() - t0, 1e-9),
+                           elapsed_s=time.monotonic() - started)
+                summary.steps, summary.final_loss = step, row["loss"]
+                summary.tokens += row["tokens"]
+                summary.losses.append(row["loss"])
+                if metrics and (step % config.log_every == 0 or step == config.max_steps):
+                    _log(row, metrics, writer, on_metrics)
+                if config.save_every and step % config.save_every == 0:
+                    _save(config.out / "checkpoints" / f"step-{step}", accelerator, model, optimizer, scheduler,
+                          step)
+            _save_final(config, accelerator, model)
+        finally:
+            if writer:
+                writer.close()
     summary.elapsed_s = time.monotonic() - started
     return summary
+
+
+def _log(row: dict, metrics: JsonlLog, writer, on_metrics: Callable[[dict], None] | None) -> None:
+    """One logged step (main process): a metrics.jsonl row, TensorBoard scalars, the caller's callback."""
+    metrics.write(row)
+    if writer:
+        for key, value in row.items():
+            if key != "step" and value is not None:
+                writer.add_scalar(f"train/{key}", value, row["step"])
+    if on_metrics:
+        on_metrics(row)
 
 
 def _train_step(config, accelerator, model, optimizer, scheduler, examples: list[TokenExample],
@@ -138,7 +150,7 @@ def _train_step(config, accelerator, model, optimizer, scheduler, examples: list
         nll = token_nll(logits, mb.targets.to(device))
         loss = actobs_loss(nll, mb.weights.to(device), mb.segment.to(device), config.normalisation, denominator)
         # DDP averages gradients over processes; the loss is already a share of the global step
-        sync = accelerator.no_sync(model) if k < len(mine) - 1 else _nullcontext()
+        sync = accelerator.no_sync(model) if k < len(mine) - 1 else nullcontext()
         with sync:
             accelerator.backward(loss * ranks)
         with torch.no_grad():
@@ -158,13 +170,6 @@ def _train_step(config, accelerator, model, optimizer, scheduler, examples: list
     return {"loss": loss_, "nll_action": nll_a / n_a if n_a else None, "nll_observation": nll_o / n_o if n_o else None,
             "lr": lr, "grad_norm": float(grad_norm), "tokens": int(tokens_), "action_tokens": int(n_a),
             "observation_tokens": int(n_o)}
-
-
-def require_model_dir(path: Path) -> None:
-    """Raises TrainError unless ``path`` holds a ``save_pretrained`` model (nothing is downloaded)."""
-    if not (Path(path) / "config.json").exists():
-        raise TrainError(f"no model at {path} (a local save_pretrained directory; "
-                         "`logmine train init-model` makes a tiny one)")
 
 
 def _load_model(config: SftTrainConfig):
@@ -189,67 +194,33 @@ def _load_model(config: SftTrainConfig):
     return model, int(pad_id or 0)
 
 
-def lr_schedule(config) -> Callable[[int], float]:
-    """Linear warmup, then constant or cosine to 0 at ``max_steps`` (any config with ``warmup_steps``,
-    ``schedule`` and ``max_steps``: SFT and GRPO)."""
-    def factor(step: int) -> float:  # step = optimizer steps taken so far
-        if step < config.warmup_steps:
-            return (step + 1) / (config.warmup_steps + 1)
-        if config.schedule == "constant":
-            return 1.0
-        span = max(config.max_steps - config.warmup_steps, 1)
-        return 0.5 * (1 + math.cos(math.pi * min(step - config.warmup_steps, span) / span))
-    return factor
-
-
 def _start(config, accelerator, model, optimizer, scheduler) -> int:
-    """Prepare the run directory; on resume, restore the latest checkpoint and return its step."""
-    out = config.out
+    """Claim the run directory; on resume, restore the latest checkpoint and return its step."""
     if not config.resume:
-        if (out / "metrics.jsonl").exists() or (out / "checkpoints").exists():
-            raise TrainError(f"the run directory {out} is in use (pass resume to continue it, or another out)")
-        if accelerator.is_main_process:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "config.json").write_text(json.dumps(config_dict(config), indent=2) + "\n")
+        claim_run_dir(config, write=accelerator.is_main_process)
         accelerator.wait_for_everyone()
         return 0
-    checkpoints = complete_checkpoints(out / "checkpoints")
-    if not checkpoints:
-        raise TrainError(f"nothing to resume: no checkpoint in {out / 'checkpoints'}")
-    state = torch.load(checkpoints[-1] / STATE, map_location="cpu", weights_only=False)
+    state = latest_state(config.out)
     trainable = dict(_trainable(accelerator.unwrap_model(model)))
     with torch.no_grad():
         for name, value in state["trainable"].items():
             trainable[name].copy_(value)
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
-    random.setstate(state["rng"]["python"])
-    np.random.set_state(state["rng"]["numpy"])
-    torch.set_rng_state(state["rng"]["torch"])
-    if torch.cuda.is_available() and state["rng"].get("cuda"):
-        torch.cuda.set_rng_state_all(state["rng"]["cuda"])
+    restore_rng(state["rng"])
+    if accelerator.is_main_process:
+        truncate_logs(config.out, int(state["step"]))
+    accelerator.wait_for_everyone()
     return int(state["step"])
-
-
-def complete_checkpoints(directory: Path) -> list[Path]:
-    """``step-N`` checkpoint directories in step order (a ``step-N.partial`` left by a crash is not one)."""
-    found = [p for p in directory.glob("step-*") if p.is_dir() and p.name[5:].isdigit()]
-    return sorted(found, key=lambda p: int(p.name[5:]))
 
 
 def _save(path: Path, accelerator, model, optimizer, scheduler, step: int) -> None:
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        partial = path.with_name(path.name + ".partial")
-        shutil.rmtree(partial, ignore_errors=True)
         unwrapped = accelerator.unwrap_model(model)
-        unwrapped.save_pretrained(str(partial / "model"))
-        rng = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-               "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
-        torch.save({"step": step, "trainable": {n: p.detach().cpu().clone() for n, p in _trainable(unwrapped)},
-                    "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng},
-                   partial / STATE)
-        partial.rename(path)  # a checkpoint directory is complete or absent
+        save_checkpoint(path, unwrapped, {
+            "step": step, "trainable": {n: p.detach().cpu().clone() for n, p in _trainable(unwrapped)},
+            "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": rng_state()})
     accelerator.wait_for_everyone()
 
 
@@ -286,10 +257,3 @@ def _seed_everything(seed: int) -> None:
 def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False

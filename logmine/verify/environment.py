@@ -17,7 +17,6 @@ gives its reason to the next; when none is left, every reason is kept and the ta
 
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,10 +31,8 @@ from logmine.environment.build import (
 from logmine.environment.detect import Environment
 from logmine.environment.host import DEFAULT_PATH, dependency_dirs, host_environment
 from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, Recipe, recipe_for
-from logmine.sandbox import SandboxError, open_sandbox
 
 ENV_MODES = ("auto", "host", "built", "none")
-_SANDBOX_BINDS = "binds" in inspect.signature(open_sandbox).parameters
 IMAGE_PREFIX = "/opt/logmine-env"  # where a verify image holds the dependency directories
 
 
@@ -78,10 +75,6 @@ class EnvironmentRecord:
 def sandbox_options(provided: Provided) -> dict:
     """The ``open_sandbox`` keywords for ``provided``: its binds, environment variables and image."""
     extra = {k: v for k, v in (("binds", provided.binds), ("env", provided.env)) if v}
-    if extra and not _SANDBOX_BINDS:  # TODO(issue 13): remove once open_sandbox takes binds/env
-        if provided.binds:
-            raise SandboxError("this sandbox cannot bind an environment yet (open_sandbox has no binds)")
-        extra = {}
     return {**extra, **({"image": provided.image} if provided.image else {})}
 
 

@@ -13,9 +13,9 @@ from rl_support import tiny_policy
 from logmine.agent import synthetic
 from logmine.agent.engines import HfEngine
 from logmine.agent.env import EnvConfig
+from logmine.agent.policy import load_policy
 from logmine.agent.rollout import RolloutConfig, run_rollouts
 from logmine.agent.tasks import load_tasks
-from logmine.train.grpo import load_policy
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 

@@ -43,6 +43,7 @@ import signal
 import string
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -277,7 +278,9 @@ def _session_id_of(path: Path) -> str | None:
 
 def run_scenario(codex_bin: Path, scenario: dict, repo_files: dict[str, str], workdir: Path,
                  *, turn_timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
-                 repo_name: str | None = None) -> ScenarioRun:
+                 repo_name: str | None = None,
+                 prepare: Callable[[Path], None] | None = None,
+                 path_prefix: tuple[str, ...] = ()) -> ScenarioRun:
     """Run ``scenario`` with the real CLI at ``codex_bin`` in a fresh git repo
     under ``workdir``.
 
@@ -285,6 +288,10 @@ def run_scenario(codex_bin: Path, scenario: dict, repo_files: dict[str, str], wo
     ``codex exec resume <session-id> PROMPT`` where the client supports it
     (otherwise they are recorded as skipped).  Never raises for a failing CLI:
     inspect ``ScenarioRun.turns`` / ``ScenarioRun.ok`` and show ``log()``.
+
+    ``prepare(repo)`` runs after the initial commit, before the CLI: it makes what lives outside
+    git (a git-ignored ``.venv``, ``node_modules``).  ``path_prefix``: directories put first on the
+    CLI's PATH (a venv whose ``pytest`` the session's shell finds).
     """
     codex_bin = Path(codex_bin).absolute()
     workdir = Path(workdir).absolute()
@@ -299,6 +306,10 @@ def run_scenario(codex_bin: Path, scenario: dict, repo_files: dict[str, str], wo
     env = _clean_env(home, codex_home)
     branch = "main"
     commit = init_repo(repo, repo_files, env, branch=branch)
+    if prepare is not None:
+        prepare(repo)
+    if path_prefix:
+        env["PATH"] = os.pathsep.join([*path_prefix, env["PATH"]])
     version = cli_version(codex_bin, env)
     can_resume = supports_exec_resume(codex_bin, env)
 

@@ -109,10 +109,10 @@ def test_bundle_rewards_zero_at_start_and_one_after_solve(exported):
         assert _reward(box, bundle, solve=True) == "1"
 
 
-HARBOR = Path(os.environ.get("LOGMINE_HARBOR", "/tmp/harbor-venv/bin/harbor"))
+HARBOR = Path(os.environ.get("LOGMINE_HARBOR", Path(__file__).parents[2] / ".ci/harbor-venv/bin/harbor"))
 
 
-@pytest.mark.skipif(not HARBOR.exists(), reason="harbor is not installed (set LOGMINE_HARBOR)")
+@pytest.mark.skipif(not HARBOR.exists(), reason="harbor is not installed (bash .ci/install-tools.sh, or set LOGMINE_HARBOR)")
 def test_exported_bundles_pass_harbor_lint(exported):
     out, summary = exported
     assert summary.reproduced == summary.rows >= 1

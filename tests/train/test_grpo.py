@@ -150,14 +150,13 @@ def test_values_of_the_wrong_type_are_one_line_errors(tmp_path):
 
 
 def test_resume_skips_a_partial_checkpoint_and_a_cut_log_line(tmp_path):
-    from logmine.train.grpo import _truncate_logs
-    from logmine.train.sft import complete_checkpoints
+    from logmine.train.run_dir import complete_checkpoints, truncate_logs
 
     for name in ("step-2", "step-10", "step-11.partial", "step-x"):
         (tmp_path / "checkpoints" / name).mkdir(parents=True)
     assert [p.name for p in complete_checkpoints(tmp_path / "checkpoints")] == ["step-2", "step-10"]
     (tmp_path / "metrics.jsonl").write_text('{"step": 1}\n{"step": 2}\n{"step": 3}\n{"step": 4, "rew')
-    _truncate_logs(tmp_path, 2)
+    truncate_logs(tmp_path, 2)
     assert (tmp_path / "metrics.jsonl").read_text() == '{"step": 1}\n{"step": 2}\n'
 
 
