@@ -38,6 +38,9 @@ from logmine.verify.workspace import read_inside
 WORKSPACE = "/workspace"
 
 
+_START_FAILED = "could not start the sandbox: "  # logmine.sandbox's words for a failed launch
+
+
 @dataclass(frozen=True, slots=True)
 class EnvConfig:
     backend: str = "bwrap"
@@ -99,8 +102,10 @@ class TaskEnv:
             self._shell = self._box.shell(WORKSPACE)
             return Step(f"{result.output}\nThe command timed out after {self._config.command_timeout_s:g} s and was "
                         "killed; the shell was restarted (cwd and exports are reset).")
-        if result.error is not None:
-            return Step(result.output, done=True, unscored=f"sandbox: {result.error}")
+        if result.error is not None:  # a container engine fails only at the first command: same words
+            reason = result.error.removeprefix(_START_FAILED)
+            why = f"sandbox did not start: {reason}" if reason != result.error else f"sandbox: {reason}"
+            return Step(result.output, done=True, unscored=why)
         if SUBMIT in result.output:
             return self.grade()
         return Step(format_observation(result.output, result.exit_code))

@@ -1,0 +1,46 @@
+"""A secret that starts a line is found when the newline before it is escaped (once or twice) in
+JSON text, as in a prompt or tool output inside a log line: the rule's leading boundary sees ``n``
+of ``\\n``, not a newline. Two PEM blocks in one text, the first cut short, are both found."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from redact.planted import planted
+
+from logmine.redact import Redactor
+
+PLANTED = planted()  # random on every run
+ENGINES = [None, "keywords"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("p", PLANTED, ids=lambda p: f"{p.kind}-{PLANTED.index(p)}")
+def test_secret_after_an_escaped_newline(p, engine):
+    text = "python -m pytest -q\n" + p.text
+    once = json.dumps({"type": "message", "content": text})
+    twice = json.dumps({"type": "function_call_output", "output": json.dumps({"output": text})})
+    for line in (once, twice):
+        out = Redactor(engine).redact_json_line(line)
+        assert not [n for n in p.needles if n in out], out[:300]
+        json.loads(out)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_cut_pem_block_then_a_whole_one(engine):
+    cut = next(p for p in PLANTED if p.kind == "private_key" and "head -4" in p.text)
+    gcp = next(p for p in PLANTED if p.kind == "private_key_id")
+    text = cut.text + "\nand the service account:\n" + gcp.text
+    for line in (json.dumps({"content": text}), json.dumps({"output": json.dumps({"output": text})})):
+        out = Redactor(engine).redact_json_line(line)
+        assert not [n for n in cut.needles + gcp.needles if n in out], out[:300]
+
+
+@pytest.mark.parametrize("cut", range(4))
+def test_base64_key_cut_at_any_character(cut):
+    """An excerpt keeps the tail of an output: a base64 PEM cut anywhere is still found."""
+    k8s = next(p for p in PLANTED if p.kind == "private_key" and "tls.key" in p.text)
+    tail = k8s.value[len(k8s.value) // 3 + cut:]
+    out = Redactor().redact_text(f"...{tail}\n")
+    assert k8s.needles[-1] not in out and "[REDACTED:private_key]" in out, out[:200]
