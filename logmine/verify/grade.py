@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from logmine.redact import redact_text
 from logmine.segment.records import Candidate
 from logmine.verify.workspace import read_inside, within
 
@@ -47,7 +48,8 @@ def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | Non
         sandbox.install_files({os.path.normpath(os.path.join(rel, path)): text for path, text in hidden.items()})
     workdir = candidate.workdir  # one outside the rebuilt repository does not exist in the sandbox
     result = sandbox.run(candidate.command, cwd=workdir if within(workdir, sandbox.mount_at) else cwd)
-    excerpt = result.output[-EXCERPT:]
+    # redact the whole output, then cut: a cut first could leave half a secret no rule recognises
+    excerpt = redact_text(result.output[-EXCERPT * 8:])[-EXCERPT:]
     if result.unscored:
         reason = result.error or f"grader timed out after {result.duration_s:.0f} s"
         return Grade(None, result.exit_code, result.duration_s, f"{reason}\n{excerpt}".strip())
