@@ -36,9 +36,13 @@ disappear in the same transaction that adds the new ones.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import functools
 import logging
 import os
+import shutil
+import tempfile
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -228,11 +232,24 @@ class Store:
         return dead
 
     def _ensure_empty_parts(self) -> None:
-        """A zero-row part per table keeps each view's file list non-empty and typed."""
+        """A zero-row part per table keeps each view's file list non-empty and typed. A store made by
+        an older logmine gets the current schema here (new tables, new columns: NULL in old parts)."""
         for name, spec in TABLES.items():
             path = self.root / name / "_empty.parquet"
-            if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            if not _has_schema(path, spec.schema):
                 pq.write_table(spec.schema.empty_table(), path)
+
+    def _empty_part(self, name: str) -> str:
+        """The typed zero-row part of table ``name``; for a read-only open of an older store whose own
+        is missing or outdated, one written outside the store."""
+        path = self.root / name / "_empty.parquet"
+        if not self.read_only or _has_schema(path, TABLES[name].schema):
+            return str(path)
+        outside = _outside_empties() / f"{name}-{abs(hash(TABLES[name].schema.to_string()))}.parquet"
+        if not outside.exists():
+            pq.write_table(TABLES[name].schema.empty_table(), outside)
+        return str(outside)
 
     def _delete_orphans(self) -> None:
         known = {(t, p) for t, p in self.con.execute("SELECT table_name, path FROM parts").fetchall()}
@@ -294,13 +311,29 @@ class Store:
         for name, spec in TABLES.items():
             names = [p.rsplit("/", 1)[-1] for (p,) in con.execute(
                 "SELECT path FROM parts WHERE table_name = ? ORDER BY path", [name]).fetchall()]
-            paths = [str(self.root / name / "_empty.parquet")]
+            paths = [self._empty_part(name)]
             paths += [str(self.root / name / p) for p in names if (name, p) not in unusable]
             listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}]) "
-                        f"WHERE {spec.gen_column} IN ({spec.live_gens})")
+            # union_by_name: parts written before a column existed read it as NULL
+            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}], "
+                        f"union_by_name = true) WHERE {spec.gen_column} IN ({spec.live_gens})")
         for view in VIEWS:
             con.execute(view.replace("CREATE OR REPLACE VIEW", f"CREATE OR REPLACE {kind}"))
+
+
+def _has_schema(path: Path, schema: pa.Schema) -> bool:
+    try:
+        return pq.read_schema(path).remove_metadata().equals(schema.remove_metadata())
+    except (OSError, pa.ArrowException):
+        return False
+
+
+@functools.cache
+def _outside_empties() -> Path:
+    """A per-process directory for the typed empty parts of read-only opens of older stores."""
+    path = Path(tempfile.mkdtemp(prefix="logmine-empty-parts-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def fetch_dicts(cursor) -> list[dict]:
