@@ -304,6 +304,18 @@ class Store:
         """Catalogs that recorded a part by a longer path keep only its file name."""
         self.con.execute("UPDATE parts SET path = regexp_replace(path, '^.*/', '') WHERE path LIKE '%/%'")
 
+    def _footers_readable(self, listing: str) -> bool:
+        """Can every listed part's schema be read? Asked on a cursor of its own, so that a failure
+        cannot abort the transaction a commit holds open."""
+        cursor = self.con.cursor()
+        try:
+            cursor.execute(f"DESCRIBE SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+            return True
+        except duckdb.Error:
+            return False
+        finally:
+            cursor.close()
+
     def _create_views(self, temp: bool = False) -> None:
         con = self.con
         unusable = self._unusable
@@ -314,9 +326,11 @@ class Store:
             paths = [self._empty_part(name)]
             paths += [str(self.root / name / p) for p in names if (name, p) not in unusable]
             listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
-            # union_by_name: parts written before a column existed read it as NULL
-            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}], "
-                        f"union_by_name = true) WHERE {spec.gen_column} IN ({spec.live_gens})")
+            # union_by_name: parts written before a column existed read it as NULL. It reads every
+            # footer now; a part whose footer is broken (found by check_parts) falls back to a lazy view
+            union = ", union_by_name = true" if self._footers_readable(listing) else ""
+            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}]{union}) "
+                        f"WHERE {spec.gen_column} IN ({spec.live_gens})")
         for view in VIEWS:
             con.execute(view.replace("CREATE OR REPLACE VIEW", f"CREATE OR REPLACE {kind}"))
 
