@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from logmine.evaluate.sampling import SampleConfig, TaskSamples, sample_all
+from logmine.evaluate.sampling import SampleConfig, SamplingError, TaskSamples, sample_all
 
 PASS_RATES = pa.schema([("task_id", pa.string()), ("samples", pa.int32()), ("scored", pa.int32()),
                         ("unscored", pa.int32()), ("correct", pa.int32()), ("pass_rate", pa.float64()),
@@ -45,7 +45,7 @@ class FilterSummary:
 def filter_tasks(config: SampleConfig, low: float = 0.0, high: float = 1.0,
                  progress: Callable[[int, int], None] | None = None) -> FilterSummary:
     if not 0 <= low < high <= 1:
-        raise ValueError(f"need 0 <= low < high <= 1, got low={low}, high={high}")
+        raise SamplingError(f"need 0 <= low < high <= 1, got low={low}, high={high}")
     tasks, samples = sample_all(config, progress)
     rows = [_row(samples[t.task_id], low, high) for t in tasks]
     pq.write_table(pa.Table.from_pylist(rows, schema=PASS_RATES), config.out / "pass_rates.parquet")

@@ -13,14 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from logmine.evaluate.passk import bootstrap_ci, mean_pass_at_k
-from logmine.evaluate.sampling import SampleConfig, sample_all
+from logmine.evaluate.sampling import SampleConfig, SamplingError, sample_all
 
 
 def evaluate(config: SampleConfig, ks: tuple[int, ...], progress: Callable[[int, int], None] | None = None) -> dict:
     """The report (also written to ``out/eval.json``)."""
     bad = [k for k in ks if not 1 <= k <= config.samples]
     if bad:
-        raise ValueError(f"every k must be between 1 and n={config.samples}, got {', '.join(map(str, bad))}")
+        raise SamplingError(f"every k must be between 1 and n={config.samples}, got {', '.join(map(str, bad))}")
     tasks, samples = sample_all(config, progress)
     counts = {t.task_id: (len(samples[t.task_id].scored), samples[t.task_id].correct) for t in tasks}
     report = {

@@ -19,6 +19,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from logmine.config import ConfigError
+
 
 def token_nll(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """-log p(target) per position, in fp32: ``logits`` [..., V], ``targets`` [...]."""
@@ -34,7 +36,7 @@ def actobs_loss(nll: torch.Tensor, weights: torch.Tensor, segment: torch.Tensor,
     if normalisation == "batch":
         return weighted.sum() / denominator
     if normalisation != "example":
-        raise ValueError(f"normalisation must be example or batch, got {normalisation!r}")
+        raise ConfigError(f"normalisation must be example or batch, got {normalisation!r}")
     seg = segment.flatten()
     keep = seg >= 0
     n = int(seg.max().item()) + 1 if keep.any() else 0

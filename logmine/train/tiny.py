@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from logmine.config import ConfigError
+
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # Qwen2's (and Llama 3's) pre-tokenization: runs of newlines are one piece whatever follows them
 QWEN_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
@@ -135,7 +137,7 @@ def init_model(out: Path, *, arch: str = "qwen2", hidden_size: int = 32, layers:
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
     if arch not in ARCHITECTURES:
-        raise ValueError(f"arch must be one of {', '.join(ARCHITECTURES)}, got {arch!r}")
+        raise ConfigError(f"arch must be one of {', '.join(ARCHITECTURES)}, got {arch!r}")
     tokenizer = tiny_tokenizer(texts=texts, vocab_size=vocab_size)
     config_class = Qwen2Config if arch == "qwen2" else LlamaConfig
     config = config_class(vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=layers,
