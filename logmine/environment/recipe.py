@@ -48,8 +48,8 @@ class Recipe:
         lines = [f"FROM {self.base_image}", f"WORKDIR {workdir}"]
         for rel in self.inputs:
             lines.append(f"COPY {seeds}/{rel} {workdir}/{rel}")
-        for step in self.steps:
-            lines.append(f"RUN {step}")
+        if self.steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
+            lines.append("RUN " + " \\\n    && ".join([self.steps[0], *(f"({s})" for s in self.steps[1:])]))
         bins = [f"{workdir}/{o}/bin" if o != "node_modules" else f"{workdir}/node_modules/.bin" for o in self.outputs]
         if bins:  # bare `pytest`, `jest` resolve as in the session's activated shell
             lines.append(f"ENV PATH={':'.join(bins)}:$PATH")

@@ -133,8 +133,10 @@ def _built(env: Environment, tree: Path, root: str, backend: str) -> Provided:
     try:
         recipe = recipe_for(env, tree)
     except NoRecipe as exc:
-        if backend == "bwrap":
+        if backend == "bwrap" and env.manifests:
             raise EnvironmentUnavailable(f"no build recipe: {exc}") from exc
+        if backend == "bwrap":  # declares nothing to install: the sandbox's toolchain is the built one
+            return Provided("built", f"the sandbox's own toolchain (nothing to install: {exc})")
         image = NODE_IMAGE if "node" in env.languages and "python" not in env.languages else PYTHON_IMAGE
         return Provided("built", f"base image {image} (nothing to install: {exc})", image=image)
     started = time.monotonic()
