@@ -76,7 +76,10 @@ def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary
             stage("segment")
             segmented = segment(SegmentConfig(store=store, settings=settings["segment"]), store=opened)
             stage("verify")
-            verified = verify(replace(VerifyConfig.from_settings(ver, store, repo_map), executor=executor), store=opened)
+            # the demo ships its repository as plain files (not a git repository)
+            plain_dirs = ver["plain_dirs"] or config.demo
+            verified = verify(replace(VerifyConfig.from_settings(ver, store, repo_map), executor=executor,
+                                      plain_dirs=plain_dirs), store=opened)
             summary = RunSummary(store, out, ingested, segmented, verified)
             summary.outputs["store"] = store
             if exp["sft"]:
@@ -87,6 +90,7 @@ def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary
             if exp["tmax"]:
                 stage("export tmax")
                 tmax = TmaxExportConfig(store=store, out=out / "tmax", repo_map=tuple(repo_map.items()),
+                                        plain_dirs=plain_dirs, repo_search=tuple(Path(p) for p in ver["repo_search"]),
                                         include_unvalidated=exp["include_unvalidated"])
                 summary.tmax = export_tmax(tmax, store=opened)
                 summary.outputs["tmax"] = out / "tmax"

@@ -11,6 +11,7 @@ import typer
 from logmine.cli.main import app
 from logmine.cli.options import (
     JsonOpt,
+    PlainDirsOpt,
     QuietOpt,
     RepoMapOpt,
     RepoSearchOpt,
@@ -49,6 +50,7 @@ def export_tmax_cmd(
         help="A prebuilt image holding everything the tasks need (task.toml's docker_image); default: each "
              "bundle's environment/Dockerfile installs its dependencies.")] = None,
     repo_search: RepoSearchOpt = None,
+    plain_dirs: PlainDirsOpt = None,
     check: Annotated[Optional[bool], typer.Option(
         help="Check each bundle in the sandbox before writing it (reward 0 on the seeds, 1 after the solution).",
         show_default=_tmax_default("check"))] = None,
@@ -60,7 +62,7 @@ def export_tmax_cmd(
     bundle per row (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh)."""
     config = TmaxExportConfig(store=store_path(store), out=out_dir, **given(
         repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image, env_name=env_name,
-        repo_search=tuple(repo_search) if repo_search else None, check=check))
+        repo_search=tuple(repo_search) if repo_search else None, check=check, plain_dirs=plain_dirs))
     summary = export_tmax(config)
     if as_json:
         out.print_json(json.dumps({

@@ -27,6 +27,9 @@ RepoMapOpt = Annotated[Optional[list[str]], typer.Option(
 RepoSearchOpt = Annotated[Optional[list[Path]], typer.Option(
     "--repo-search", help="A directory holding clones: the clone with the recorded commit or remote is used "
                           "for sessions whose repository moved or was not recorded (repeatable).")]
+PlainDirsOpt = Annotated[Optional[bool], typer.Option(
+    "--plain-dirs/--no-plain-dirs", help="Rebuild sessions whose working directory is not a git repository by "
+    "copying it (credential files left out, text redacted, at most 256 MiB).", show_default="no")]
 ExecutorOpt = Annotated[Optional[str], typer.Option(
     "--executor", help="Where units of work run: local (this machine's pool) or ray (docs/distributed.md).",
     show_default="local")]

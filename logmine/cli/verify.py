@@ -12,6 +12,7 @@ from logmine.cli.main import app
 from logmine.cli.options import (
     ExecutorOpt,
     JsonOpt,
+    PlainDirsOpt,
     QuietOpt,
     RayAddressOpt,
     RepoMapOpt,
@@ -44,6 +45,7 @@ def verify_cmd(
         help="How each task's software environment is provided: auto (host, then built), host, built or none "
              "(docs/environments.md).", show_default=field_default(VerifyConfig, "env_mode"))] = None,
     repo_search: RepoSearchOpt = None,
+    plain_dirs: PlainDirsOpt = None,
     redo: Annotated[Optional[list[str]], typer.Option(
         "--redo", help="Verify again the tasks holding this status (repeatable): validated, passes_at_start, "
                        "fails_after, unscored, not_rebuilt.")] = None,
@@ -60,7 +62,7 @@ def verify_cmd(
     config = VerifyConfig(**given(store=store, repo_map=parse_repo_map(repo_map), jobs=jobs, backend=backend,
                                   timeout_s=timeout, env_mode=env_mode,
                                   repo_search=tuple(repo_search) if repo_search else None,
-                                  redo=tuple(redo) if redo else None,
+                                  redo=tuple(redo) if redo else None, plain_dirs=plain_dirs,
                                   executor=executor_config(executor, ray_address)))
     progress, report = counting_progress("verify", "tasks", show=not quiet and not as_json)
     with progress:

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from logmine.evaluate.sampling import SampleConfig, SamplingError, TaskSamples, sample_all
+from logmine.redact import write_table
 
 PASS_RATES = pa.schema([("task_id", pa.string()), ("samples", pa.int32()), ("scored", pa.int32()),
                         ("unscored", pa.int32()), ("correct", pa.int32()), ("pass_rate", pa.float64()),
@@ -48,7 +49,7 @@ def filter_tasks(config: SampleConfig, low: float = 0.0, high: float = 1.0,
         raise SamplingError(f"need 0 <= low < high <= 1, got low={low}, high={high}")
     tasks, samples = sample_all(config, progress)
     rows = [_row(samples[t.task_id], low, high) for t in tasks]
-    pq.write_table(pa.Table.from_pylist(rows, schema=PASS_RATES), config.out / "pass_rates.parquet")
+    write_table(pa.Table.from_pylist(rows, schema=PASS_RATES), config.out / "pass_rates.parquet")
     kept = {r["task_id"] for r in rows if r["kept"]}
     _write_filtered(config.data, config.out / "filtered", kept)
     rates = [r["pass_rate"] for r in rows if r["pass_rate"] is not None]
@@ -74,6 +75,6 @@ def _write_filtered(data: Path, dest: Path, kept: set[str]) -> None:
     for i, file in enumerate(sorted((Path(data) / "data").glob("*.parquet"))):
         table = pq.read_table(file)
         table = table.filter(pc.is_in(table.column("ground_truth"), pa.array(sorted(kept), pa.string())))
-        pq.write_table(table, dest / "data" / f"train-{i:05d}.parquet")
+        write_table(table, dest / "data" / f"train-{i:05d}.parquet")
     for task_id in sorted(kept):
         shutil.copytree(Path(data) / "tasks" / task_id, dest / "tasks" / task_id, symlinks=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from logmine.evaluate.passk import bootstrap_ci, mean_pass_at_k
 from logmine.evaluate.sampling import SampleConfig, SamplingError, sample_all
+from logmine.redact import write_text
 
 
 def evaluate(config: SampleConfig, ks: tuple[int, ...], progress: Callable[[int, int], None] | None = None) -> dict:
@@ -37,5 +38,5 @@ def evaluate(config: SampleConfig, ks: tuple[int, ...], progress: Callable[[int,
         report["pass_at_k"][str(k)] = {"mean": mean_pass_at_k(values, k), "ci95": list(ci) if ci else None,
                                        "tasks": sum(n >= k for n, _ in values),
                                        "too_few_samples": sum(n < k for n, _ in values)}
-    Path(config.out, "eval.json").write_text(json.dumps(report, indent=2) + "\n")
+    write_text(Path(config.out, "eval.json"), json.dumps(report, indent=2) + "\n", json=True)
     return report

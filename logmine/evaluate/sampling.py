@@ -21,6 +21,7 @@ from logmine.agent.settings import RolloutSettings, check_rollout_settings, env_
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
 from logmine.config import check_positive_ints, config_dict
 from logmine.errors import LogmineError
+from logmine.redact import JsonLines, redact_value, write_text
 
 SAMPLES = "samples.jsonl"
 
@@ -92,7 +93,7 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
     todo = [t for t in tasks if t.task_id not in done]
     if progress:
         progress(len(tasks) - len(todo), len(tasks))
-    with (config.out / SAMPLES).open("a") as sink:
+    with JsonLines(config.out / SAMPLES) as sink:
         for start in range(0, len(todo), config.batch_tasks):
             chunk = todo[start:start + config.batch_tasks]
             torch.manual_seed(config.seed * 1_000_003 + len(done))
@@ -105,8 +106,7 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
                                      tuple(r.unscored for r in mine if r.unscored), tuple(r.end for r in mine),
                                      tuple(r.turns for r in mine))
                 done[task.task_id] = result
-                sink.write(result.line())
-            sink.flush()
+                sink.write(json.loads(result.line()))
             if progress:
                 progress(len(tasks) - len(todo) + start + len(chunk), len(tasks))
     return tasks, {t.task_id: done[t.task_id] for t in tasks}
@@ -115,7 +115,7 @@ def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None
 def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
     """Create ``out`` (or check it belongs to this run) and read the tasks already sampled."""
     # every setting that changes what a rollout is (not where results go, nor how many run at once)
-    key = {k: v for k, v in config_dict(config).items() if k not in ("out", "rollout_workers")}
+    key = redact_value({k: v for k, v in config_dict(config).items() if k not in ("out", "rollout_workers")})
     marker = config.out / "config.json"
     if marker.exists():
         recorded = json.loads(marker.read_text())
@@ -124,7 +124,7 @@ def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
                                 f"({', '.join(k for k in key if recorded.get(k) != key[k])} differ); use another --out")
     else:
         config.out.mkdir(parents=True, exist_ok=True)
-        marker.write_text(json.dumps(key, indent=2) + "\n")
+        write_text(marker, json.dumps(key, indent=2) + "\n", json=True)
     done = {}
     path = config.out / SAMPLES
     if path.exists():
@@ -134,5 +134,5 @@ def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
             except json.JSONDecodeError:  # a line cut by an interruption: that task is sampled again
                 continue
             done[samples.task_id] = samples
-        path.write_text("".join(s.line() for s in done.values()))
+        write_text(path, "".join(s.line() for s in done.values()))
     return done

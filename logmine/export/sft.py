@@ -31,7 +31,6 @@ import duckdb
 import numpy as np
 import orjson
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
 from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, Renderer, load_tokenizer
@@ -46,6 +45,7 @@ from logmine.export.trajectory import (
     build_trajectory,
 )
 from logmine.pipeline import load_pipeline
+from logmine.redact import write_table, write_text
 from logmine.segment.records import NoTasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
@@ -181,9 +181,9 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
         summary.shards = data.close()
         if tokens:
             tokens.close()
-        pq.write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet")
+        write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet")
         summary.elapsed_s = time.monotonic() - started
-        (staging / "README.md").write_text(_card(config, summary, renderer))
+        write_text(staging / "README.md", _card(config, summary, renderer))
         _move_into_place(staging, config)
     except OSError as exc:
         raise SftExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
@@ -337,7 +337,7 @@ class _Shards:
 
     def _flush(self) -> None:
         path = self.directory / f"{self.prefix}-{len(self.written):05d}.parquet"
-        pq.write_table(self.to_table(self.pending), path)
+        write_table(self.to_table(self.pending), path)
         self.written.append(path)
         self.pending = []
 

@@ -22,15 +22,14 @@ from pathlib import Path
 
 import jsonschema
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from logmine.environment.detect import Environment, detect
 from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
 from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.export.check import check_bundle
-from logmine.ingest.redact import Redactor
 from logmine.pipeline import load_pipeline
+from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.workspace import NotRebuilt, read_inside, rebuild
@@ -80,6 +79,7 @@ class TmaxExportConfig:
     include_unvalidated: bool = _DEFAULTS["export"]["include_unvalidated"]
     image: str | None = None  # a prebuilt image that holds everything: task.toml names it, nothing is built
     repo_search: tuple[Path, ...] = ()
+    plain_dirs: bool = False  # copy a working directory that is not a git repository (credentials left out)
     check: bool = True  # run each bundle (reward 0 on the seeds, 1 after the solution) before writing it
     env_name: str = "swerl_vanillux_sandbox"
     source: str = "logmine"
@@ -156,7 +156,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
             state = rebuild(task.start_state, item.prior_ops, dict(config.repo_map), Path(tmp) / "start",
-                            tuple(config.repo_search))
+                            tuple(config.repo_search), config.plain_dirs)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         target = tasks_dir / task.task_id
@@ -164,15 +164,15 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         left_out = bundle.write_seeds(state.path, target / "environment" / "seeds", redactor)
         summary.left_out_files += len(left_out)
         rel = os.path.relpath(state.cwd, state.root)
-        scratch = Path(tmp) / "scratch"
-        shutil.copytree(state.path, scratch, symlinks=True)
+        scratch = Path(tmp) / "scratch"  # the redacted seeds: the solution and graders are made from them
+        shutil.copytree(target / "environment" / "seeds", scratch, symlinks=True)
         solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
         end = {p: read_inside(scratch / rel, p) for c in item.candidates
                for p in [*(d.path for d in c.diffs), *(t.path for t in c.hidden_tests)]}
         commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]
         env = detect(state.path, commands)
         dockerfile, image = _dockerfile(env, state.path, config.image)
-        _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile)
+        _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor)
         if config.check:
             checked = check_bundle(target, env, state.live, left_out=left_out, commands=commands)
             if checked.problem:
@@ -206,7 +206,8 @@ def _dockerfile(env: Environment, tree: Path, image: str | None) -> tuple[str, s
 
 
 def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
-                  end: dict[str, str | None], config: TmaxExportConfig, task: Task, dockerfile: str) -> None:
+                  end: dict[str, str | None], config: TmaxExportConfig, task: Task, dockerfile: str,
+                  redactor: Redactor) -> None:
     files = {
         "instruction.md": instruction.rstrip("\n") + "\n",  # the task text only: TMax's environment wraps it
         "task.toml": _task_toml(config, task, verifier),
@@ -223,7 +224,7 @@ def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str,
     for name, text in files.items():
         path = target / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_text(path, text, redactor, json=name.endswith(".json"))
         if name.endswith(".sh"):
             path.chmod(0o755)
 
@@ -246,14 +247,14 @@ def _task_toml(config: TmaxExportConfig, task: Task, verifier: Candidate) -> str
 def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExportSummary) -> None:
     data = config.out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), data / "train-00000-of-00001.parquet")
+    write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), data / "train-00000-of-00001.parquet")
     with tarfile.open(config.out / "task-data.tar.gz", "w:gz") as tar:
         for row in rows:
             tar.add(config.out / "tasks" / row["ground_truth"], arcname=row["ground_truth"])
-    (config.out / "README.md").write_text(_CARD.format(rows=len(rows), unvalidated=summary.unvalidated,
-                                                       left_out=summary.left_out_files,
-                                                       image=config.image or "built from each bundle's Dockerfile",
-                                                       env=config.env_name))
+    write_text(config.out / "README.md", _CARD.format(rows=len(rows), unvalidated=summary.unvalidated,
+                                                      left_out=summary.left_out_files,
+                                                      image=config.image or "built from each bundle's Dockerfile",
+                                                      env=config.env_name))
 
 
 

@@ -17,12 +17,16 @@ Checking before publishing:
 from __future__ import annotations
 
 from logmine.redact.engine import Redactor, default_redactor, engine_name, ruleset, skipped_rules
+from logmine.redact.files import JsonLines, write_table, write_text
 from logmine.redact.gitleaks import RULES_FILE, port_re2
 from logmine.redact.patterns import PLACEHOLDER, secret_key_kind
 from logmine.redact.scan import ScanReport, scan
 from logmine.redact.tables import redact_bytes, redact_json, redact_table, redact_text, redact_value
 
 __all__ = [
+    "JsonLines",
+    "write_table",
+    "write_text",
     "PLACEHOLDER", "RULES_FILE", "Redactor", "ScanReport", "default_redactor", "engine_name", "port_re2",
     "redact_bytes", "redact_json", "redact_table", "redact_text", "redact_value", "ruleset", "scan",
     "secret_key_kind", "skipped_rules",

@@ -53,6 +53,8 @@ PATH = f"{TOOL_BIN}:/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin:/usr/local/sbin
 BASE_ENV = {
     "PATH": PATH, "HOME": HOME, "USER": "agent", "LOGNAME": "agent", "SHELL": "/bin/bash",
     "LANG": "C.UTF-8", "TERM": "dumb", "TMPDIR": "/tmp",
+    # replays rewrite files within a second at the same size: a cached .pyc would pass for fresh
+    "PYTHONDONTWRITEBYTECODE": "1",
 }
 
 

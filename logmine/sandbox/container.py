@@ -36,7 +36,7 @@ ENGINES = ("docker", "podman")
 HOME = "/tmp/home"
 PATH = f"{TOOL_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BASE_ENV = {"PATH": PATH, "HOME": HOME, "USER": "agent", "LOGNAME": "agent", "LANG": "C.UTF-8", "TERM": "dumb",
-            "TMPDIR": "/tmp"}
+            "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}  # see bwrap.BASE_ENV
 KEEP_ALIVE = f"mkdir -p {HOME} && exec sleep infinity"
 ENGINE_TIMEOUT_S = 60.0
 

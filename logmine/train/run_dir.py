@@ -34,6 +34,7 @@ from logmine.agent.policy import PolicyError
 from logmine.agent.policy import require_model_dir as _require_policy_dir
 from logmine.config import config_dict
 from logmine.errors import LogmineError
+from logmine.redact.files import dumps, write_text
 
 STATE = "trainer_state.pt"
 METRICS = "metrics.jsonl"
@@ -73,7 +74,7 @@ def claim_run_dir(config, write: bool = True) -> None:
         raise TrainError(f"the run directory {out} is in use (pass resume to continue it, or another out)")
     if write:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(config_dict(config), indent=2) + "\n")
+        write_text(out / "config.json", json.dumps(config_dict(config), indent=2) + "\n", json=True)
 
 
 def complete_checkpoints(directory: Path) -> list[Path]:
@@ -128,7 +129,7 @@ def truncate_logs(out: Path, step: int, names: Iterable[str] = (METRICS,)) -> No
         if path.exists():
             rows = [line for line in path.read_text().splitlines()
                     if (at := _step_of(line)) is not None and at <= step]
-            path.write_text("".join(line + "\n" for line in rows))
+            write_text(path, "".join(line + "\n" for line in rows))
 
 
 def _step_of(line: str) -> int | None:
@@ -145,8 +146,8 @@ class JsonlLog:
     def __init__(self, path: Path) -> None:
         self._file = Path(path).open("a")
 
-    def write(self, *rows: dict) -> None:
-        self._file.write("".join(json.dumps(row) + "\n" for row in rows))
+    def write(self, *rows: dict) -> None:  # through the redaction gate: rollouts hold observations
+        self._file.write("".join(dumps(row) + "\n" for row in rows))
         self._file.flush()
 
     def close(self) -> None:

@@ -63,6 +63,7 @@ class VerifyConfig:
     env_mode: str = _DEFAULTS["env_mode"]  # auto | host | built | none (docs/environments.md)
     repo_search: tuple[Path, ...] = tuple(Path(p) for p in _DEFAULTS["repo_search"])  # roots holding clones
     redo: tuple[str, ...] = ()  # statuses whose tasks are verified again whatever decided them
+    plain_dirs: bool = _DEFAULTS["plain_dirs"]  # copy working directories that are not git repositories
     executor: ExecutorConfig = ExecutorConfig()  # local threads (``jobs``), or a Ray cluster
 
     def __post_init__(self):
@@ -80,6 +81,8 @@ class VerifyConfig:
         """A fingerprint of what decides whether a task can be rebuilt and scored: a change retries
         the tasks it left not_rebuilt or unscored."""
         decided = [sorted(self.repo_map), sorted(str(p) for p in self.repo_search), self.env_mode, self.backend]
+        if self.plain_dirs:  # (absent when off, so that stores verified before the setting keep their inputs)
+            decided.append("plain_dirs")
         return hashlib.sha256(json.dumps(decided).encode()).hexdigest()[:16]
 
     @classmethod
@@ -89,7 +92,7 @@ class VerifyConfig:
         mapping = settings["repo_map"] if repo_map is None else repo_map
         return cls(store=store, repo_map=tuple(mapping.items()), jobs=settings["jobs"], backend=settings["backend"],
                    timeout_s=settings["timeout_s"], env_mode=settings["env_mode"],
-                   repo_search=tuple(Path(p) for p in settings["repo_search"]))
+                   repo_search=tuple(Path(p) for p in settings["repo_search"]), plain_dirs=settings["plain_dirs"])
 
 
 @dataclass
@@ -110,7 +113,7 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
     if store is None and not (config.store / CATALOG).exists():
         raise NothingToVerify(f"no logmine store at {config.store}", "run `logmine ingest` and `logmine segment` first")
     options = VerifyOptions(dict(config.repo_map), config.backend, Limits(wall_s=config.timeout_s),
-                            config.env_mode, tuple(config.repo_search))
+                            config.env_mode, tuple(config.repo_search), config.plain_dirs)
     summary = VerifySummary()
     with nullcontext(store) if store is not None else Store(config.store) as store:
         if not store.con.execute("SELECT count(*) FROM tasks").fetchone()[0]:

@@ -45,6 +45,7 @@ class VerifyOptions:
     limits: Limits = Limits()
     env_mode: str = "auto"  # auto | host | built | none (logmine.verify.environment)
     repo_search: tuple[Path, ...] = ()
+    plain_dirs: bool = False  # copy a working directory that is not a git repository (credentials left out)
 
 
 def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
@@ -54,7 +55,7 @@ def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
             if not task.rebuildable:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
             state = rebuild(task.start_state, item.prior_ops, options.repo_map, Path(tmp) / "start",
-                            options.repo_search)
+                            options.repo_search, options.plain_dirs)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]

@@ -11,7 +11,6 @@ as it is, which the status reason says.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -19,11 +18,16 @@ from pathlib import Path, PurePosixPath
 
 from logmine.errors import LogmineError
 from logmine.patch import FileOp, PatchError, apply_patch
+from logmine.redact import default_redactor, write_text
+from logmine.redact.paths import credential_path
 from logmine.segment.records import Repo, StartState
 from logmine.verify.clones import find_clone
 
 _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost",
             "GIT_COMMITTER_NAME": "logmine", "GIT_COMMITTER_EMAIL": "logmine@localhost"}
+
+
+PLAIN_DIR_MAX_BYTES = 256 << 20  # a working directory that is not a repository: copied up to this
 
 
 class NotRebuilt(LogmineError):
@@ -71,13 +75,16 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 
 
 def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_map: dict[str, str],
-            dest: Path, repo_search: tuple[Path, ...] = ()) -> RebuiltTree:
+            dest: Path, repo_search: tuple[Path, ...] = (), plain_dirs: bool = False) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
     recorded, the clone under ``repo_search`` that holds the recorded commit or remote URL. The
     turn's ghost-snapshot commit is the start state as it is; when the clone lacks it (ghost commits
     stay on the machine that made them), the session header's commit plus the earlier tasks' patches.
+    A working directory that is not a git repository (a home directory, a scratch folder) is not
+    rebuilt unless ``plain_dirs``; then it is copied without credential files
+    (:func:`logmine.redact.paths.credential_path`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
     """
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
@@ -86,9 +93,13 @@ def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
     if top is None:
-        shutil.copytree(local, dest, symlinks=True, dirs_exist_ok=True)
+        if not plain_dirs:
+            raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
+                             "with --plain-dirs, credential files left out)")
+        left_out = copy_plain_dir(local, dest)
         root, live = cwd, local
-        notes.append(f"{local} is not a git repository: its files were taken as they are")
+        notes.append(f"{local} is not a git repository: its files were copied (redacted; "
+                     f"{len(left_out)} credential file(s) left out)")
     else:
         live = Path(top)
         rel = os.path.relpath(local.resolve(), live.resolve())
@@ -106,6 +117,35 @@ def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_
             raise NotRebuilt(f"an earlier task's patch does not apply ({method}): {exc}") from exc
     _snapshot(dest)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method)
+
+
+def copy_plain_dir(source: Path, dest: Path, max_bytes: int | None = None) -> list[str]:
+    """Copy ``source`` into ``dest`` without credential files or links, text redacted; raises
+    :class:`NotRebuilt` past ``max_bytes`` (default :data:`PLAIN_DIR_MAX_BYTES`). Returns what was left out."""
+    budget = PLAIN_DIR_MAX_BYTES if max_bytes is None else max_bytes
+    redactor, left_out, total = default_redactor(), [], 0
+    for dirpath, dirnames, filenames in os.walk(source):
+        rel_dir = os.path.relpath(dirpath, source)
+        kept = [d for d in sorted(dirnames) if not credential_path(os.path.normpath(os.path.join(rel_dir, d)))]
+        left_out += [os.path.normpath(os.path.join(rel_dir, d)) for d in dirnames if d not in kept]
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            path = Path(dirpath, name)
+            if credential_path(rel) or path.is_symlink() or not path.is_file():
+                left_out.append(rel)
+                continue
+            total += path.stat().st_size
+            if total > budget:
+                raise NotRebuilt(f"{source} is not a git repository and holds more than {budget >> 20} MiB")
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            try:
+                write_text(target, data.decode("utf-8"), redactor)
+            except UnicodeDecodeError:
+                target.write_bytes(data)
+    return sorted(left_out)
 
 
 def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:

@@ -48,7 +48,7 @@ def _mark(store_path: Path, prompt: str, status: str, which: int = 0) -> None:
                                              "WHERE task_id = ?", [task["task_id"]]))
         gen = store.new_gen()
         table = pa.Table.from_pylist([{**r, "status": status, "verify_gen": gen} for r in rows], schema=VERIFICATIONS)
-        store.commit({"verifications": table}, {"verified": [(task["task_id"], task["seg_gen"], gen, True, None)]})
+        store.commit({"verifications": table}, {"verified": [(task["task_id"], task["seg_gen"], gen, True, None, None)]})
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ secret of ``secrets/N.txt``). Then every file written — the store's Parquet pa
 its catalog, the export directories, ``task-data.tar.gz`` unpacked — is searched for every planted
 value: none may be found.
 
-Leaks in verify/export code that are known and not fixed yet are marked ``xfail(strict=True)``
-with the place responsible, so that fixing them turns the mark into a failure to remove.
+A session whose working directory is a home-like folder (not a repository) is run twice: as by
+default (not rebuilt) and with the user's ``plain_dirs`` opt-in (copied without credential files).
 """
 
 from __future__ import annotations
@@ -162,17 +162,7 @@ def _tmax_files(out: Path, group: str) -> list[Path]:
     }[group]
 
 
-SOLVE_LEAK = pytest.mark.xfail(strict=True, reason=(
-    "logmine/export/bundle.py solve_sh/_patch_writes: a patched file is written whole into "
-    "solution/solve.sh from the unredacted scratch copy of the start state (tmax.py _export_task: "
-    "scratch = copytree(state.path)), so a secret in a file the task edits leaks"))
-
-
-@pytest.mark.parametrize("group", [
-    "rows", "instruction", "seeds", "tests",
-    pytest.param("solution", marks=SOLVE_LEAK),
-    pytest.param("tarball", marks=SOLVE_LEAK),
-])
+@pytest.mark.parametrize("group", ["rows", "instruction", "seeds", "tests", "solution", "tarball"])
 def test_tmax_export_holds_no_planted_secret(pipeline, group):
     leaks = find_leaks(_tmax_files(pipeline.tmax, group), NEEDLES)
     assert leaks == [], [str(leak) for leak in leaks]
@@ -206,8 +196,9 @@ def _home(path: Path) -> list[str]:
     return [plain, by_kind["openai_api_key"].value, by_kind["github_token"].value, *by_kind["password"].needles]
 
 
-@pytest.fixture(scope="module")
-def home_pipeline(tmp_path_factory) -> tuple[Run, list[str]]:
+@pytest.fixture(scope="module", params=[False, True], ids=["default", "plain-dirs"])
+def home_pipeline(request, tmp_path_factory) -> tuple[Run, list[str]]:
+    plain_dirs = request.param  # the user's opt-in to copying a directory that is not a repository
     tmp = tmp_path_factory.mktemp("home-secrets")
     home = tmp / "home" / "dev"
     needles = _home(home)
@@ -218,10 +209,10 @@ def home_pipeline(tmp_path_factory) -> tuple[Run, list[str]]:
     store = tmp / "store"
     ingest(IngestConfig(paths=(tmp / "sessions",), store=store, jobs=1))
     segment(SegmentConfig(store=store))
-    verified = verify(VerifyConfig(store=store, jobs=2))
+    verified = verify(VerifyConfig(store=store, jobs=2, plain_dirs=plain_dirs))
     sft, tmax = tmp / "sft", tmp / "tmax"
     export_sft(SftExportConfig(store=store, out=sft))
-    export_tmax(TmaxExportConfig(store=store, out=tmax))
+    export_tmax(TmaxExportConfig(store=store, out=tmax, plain_dirs=plain_dirs, include_unvalidated=True))
     statuses = {f"{kind}:{status}": n for (kind, status), n in verified.statuses.items()}
     return Run([session, home], store, sft, tmax, statuses), needles
 
@@ -232,13 +223,15 @@ def test_home_directory_secrets_stay_out_of_the_store_and_sft(home_pipeline):
     assert find_leaks([run.store, run.sft], needles) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "logmine/verify/workspace.py rebuild(): a cwd that is not a git repository is copied whole "
-    "(shutil.copytree), and logmine/export/bundle.py write_seeds()'s deny-list lacks shell histories, "
-    "~/.codex, ~/.config/* and password files: a bare password in passwords.txt reaches the seeds "
-    "and task-data.tar.gz (issue 14, item 3: not rebuilt unless the user opts in)"))
-def test_home_directory_is_not_copied_into_the_tmax_export(home_pipeline):
+def test_home_directory_is_not_copied_into_the_tmax_export(home_pipeline, request):
     run, needles = home_pipeline
+    if "default" in request.node.callspec.id:  # not a repository, no opt-in: not rebuilt at all
+        assert run.statuses and all(s.endswith(":not_rebuilt") for s in run.statuses), run.statuses
+    else:  # copied without its credential files; the task itself still verifies
+        assert run.statuses.get("test_command:validated"), run.statuses
+        seeds = next((run.tmax / "tasks").iterdir()) / "environment" / "seeds"
+        assert (seeds / "calc.py").is_file() and not (seeds / "passwords.txt").exists()
+        assert not (seeds / ".codex").exists() and not (seeds / ".bash_history").exists()
     if run.tmax.exists():
         leaks = find_leaks([run.tmax], needles)
         assert leaks == [], [str(leak) for leak in leaks]

@@ -1,0 +1,41 @@
+"""Files and directories that hold credentials by what they are called: never copied anywhere.
+
+One list for every place that copies a user's files: export's seeds, and verify's copy of a working
+directory that is not a git repository (``--plain-dirs``). Redaction scrubs secrets it recognises in
+text; these paths are left out whole, because what they hold (a bare password, a key file, a shell
+history, a CLI's auth token) may look like nothing in particular.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+
+#: directory names (any depth) or relative paths that are credentials or private history
+CREDENTIAL_DIRS = (".git", ".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube", ".codex", ".claude",
+                   ".config/gh", ".config/gcloud", ".config/hub", ".config/op", ".password-store",
+                   ".local/share/keyrings", ".terraform.d", ".gem/credentials", ".cargo/credentials")
+#: file name patterns (fnmatch, case-insensitive)
+CREDENTIAL_FILES = (".env", ".env.*", ".envrc", ".netrc", ".npmrc", ".yarnrc", ".pypirc", ".git-credentials",
+                    ".pgpass", ".my.cnf", ".vault-token", "credentials", "credentials.*", "secrets.json",
+                    "secrets.*", "auth.json", "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*",
+                    "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks", "*.kdbx",
+                    # plain password lists, not code that handles passwords (reset_password.py stays)
+                    "password", "passwords", "passwd", "*password*.txt", "*password*.csv", "*passwords*.json",
+                    "*.passwd", "*_history", ".*_history", ".*history", ".lesshst", "*.tfstate", "*.tfvars")
+
+
+def credential_path(rel: str) -> str | None:
+    """Why the file or directory at ``rel`` (relative, ``/``-separated) must not be copied, or None."""
+    rel = posixpath.normpath(rel)
+    parts = rel.split("/")
+    for entry in CREDENTIAL_DIRS:
+        depth = entry.count("/") + 1
+        for i in range(len(parts) - depth + 1):
+            if "/".join(parts[i:i + depth]) == entry:
+                return f"private directory {entry}"
+    name = parts[-1].lower()
+    for pattern in CREDENTIAL_FILES:
+        if fnmatch.fnmatchcase(name, pattern):
+            return f"credentials file ({pattern})"
+    return None
