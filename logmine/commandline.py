@@ -30,6 +30,20 @@ _PREFIXES = {"time", "exec", "command", "nohup", "builtin", "sudo"}
 _KEYWORDS = {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "in", "case", "esac",
              "!", "{", "}", "(", ")"}
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# runners that start the program named after their own options: (runner words) -> options taking a value
+_RUNNERS: dict[tuple[str, ...], frozenset[str]] = {
+    ("uv", "run"): frozenset({"--with", "--with-requirements", "--with-editable", "--python", "-p", "--project",
+                              "--directory", "--package", "--extra", "--group", "--env-file", "--index",
+                              "--default-index", "--index-url", "--extra-index-url", "--find-links", "-f"}),
+    ("uv", "tool", "run"): frozenset({"--with", "--from", "--python", "-p"}),
+    ("uvx",): frozenset({"--with", "--from", "--python", "-p"}),
+    ("pipx", "run"): frozenset({"--spec", "--python"}),
+    ("poetry", "run"): frozenset({"--directory", "-C", "--project", "-P"}),
+    ("pipenv", "run"): frozenset(),
+    ("pdm", "run"): frozenset({"-p", "--project"}),
+    ("conda", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
+    ("micromamba", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
+}
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
 
 
@@ -124,13 +138,13 @@ def _command(words: list[str], depth: int) -> list[SimpleCommand]:
     if not words:
         return []
     if words[0].rsplit("/", 1)[-1] in _SHELLS:
-        script = _shell_script(words[1:])
+        script = shell_script(words[1:])
         if script is not None:
             return simple_commands(script, depth + 1)
     return [SimpleCommand(tuple(words), tuple(assignments))]
 
 
-def _shell_script(args: list[str]) -> str | None:
+def shell_script(args: list[str]) -> str | None:
     """The script of ``bash [-opts] -c SCRIPT``; None when the shell runs a file or stdin."""
     for i, arg in enumerate(args):
         if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
@@ -159,3 +173,21 @@ def _drop_redirections(words: list[str]) -> list[str]:
             continue  # the 2 of 2>&1
         kept.append(word)
     return kept
+
+
+def run_target(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The words of the program a runner starts (``uv run --with pytest pytest -q`` → ``pytest -q``);
+    ``argv`` itself for any other command (and for a runner with nothing to run)."""
+    name = argv[0].rsplit("/", 1)[-1]
+    for words, valued in _RUNNERS.items():
+        if (name, *argv[1:len(words)]) != words:
+            continue
+        rest = list(argv[len(words):])
+        while rest and rest[0].startswith("-"):
+            option = rest.pop(0)
+            if option == "--":
+                break
+            if option in valued and "=" not in option and rest:
+                rest.pop(0)
+        return run_target(tuple(rest)) if rest else argv
+    return argv

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from logmine.commandline import simple_commands
+from logmine.commandline import run_target, simple_commands
 
 # manifest file name -> language; lock files make a manifest reproducible
 MANIFESTS: dict[str, str] = {
@@ -117,23 +117,13 @@ def _note_command(argv: tuple[str, ...], tools: set, interpreters: set, venvs: s
                 venvs.add(root)
     if name in RUNNERS:
         runners.add(name)
-        if name == "uv" and argv[1:2] == ("run",) or name in ("poetry", "pipenv", "pdm", "hatch") and "run" in argv:
-            tools.add(_run_target(argv))
+        target = run_target(argv)
+        if target is not argv:  # `uv run --with pytest pytest`, `poetry run pytest`: the program it starts
+            started = target[0].rsplit("/", 1)[-1]
+            tools.add(started if started in TOOLS else "")
     elif base == "python" and argv[1:3] == ("-m", "pytest"):
         tools.add("pytest")
     tools.discard("")
-
-
-def _run_target(argv: tuple[str, ...]) -> str:
-    """The program ``uv run [--with X] prog …`` / ``poetry run prog`` runs."""
-    rest = list(argv[argv.index("run") + 1:])
-    while rest and rest[0].startswith("-"):
-        option = rest.pop(0)
-        if option in ("--with", "--python", "-p", "--project", "--directory", "--package", "--extra",
-                      "--group", "--env-file") and rest:
-            rest.pop(0)
-    name = rest[0].rsplit("/", 1)[-1] if rest else ""
-    return name if name in TOOLS else ""
 
 
 def _manifests(tree: Path) -> list[str]:

@@ -17,27 +17,13 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from logmine.commandline import simple_commands
+from logmine.commandline import run_target, shell_script, simple_commands
 
 _WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-l?c\s+(.+)$", re.S)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)\s*(?:&&|;)\s*(.+)$", re.S)
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
 _SHELLS = {"bash", "sh", "zsh", "dash"}
 _WRITES = {">", ">>", ">|", "&>", "&>>"}
-# runners that start the program named after their own options: (runner words) -> options taking a value
-_RUNNERS: dict[tuple[str, ...], frozenset[str]] = {
-    ("uv", "run"): frozenset({"--with", "--with-requirements", "--with-editable", "--python", "-p", "--project",
-                              "--directory", "--package", "--extra", "--group", "--env-file", "--index",
-                              "--default-index", "--index-url", "--extra-index-url", "--find-links", "-f"}),
-    ("uv", "tool", "run"): frozenset({"--with", "--from", "--python", "-p"}),
-    ("uvx",): frozenset({"--with", "--from", "--python", "-p"}),
-    ("pipx", "run"): frozenset({"--spec", "--python"}),
-    ("poetry", "run"): frozenset({"--directory", "-C", "--project", "-P"}),
-    ("pipenv", "run"): frozenset(),
-    ("pdm", "run"): frozenset({"-p", "--project"}),
-    ("conda", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
-    ("micromamba", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,24 +62,6 @@ def executed(command: str) -> list[str]:
     return [" ".join(run_target(c.argv)) for c in simple_commands(command) if c.argv]
 
 
-def run_target(argv: tuple[str, ...]) -> tuple[str, ...]:
-    """The words of the program a runner starts (``uv run --with pytest pytest -q`` → ``pytest -q``);
-    ``argv`` itself for any other command (and for a runner with nothing to run)."""
-    name = argv[0].rsplit("/", 1)[-1]
-    for words, valued in _RUNNERS.items():
-        if (name, *argv[1:len(words)]) != words:
-            continue
-        rest = list(argv[len(words):])
-        while rest and rest[0].startswith("-"):
-            option = rest.pop(0)
-            if option == "--":
-                break
-            if option in valued and "=" not in option and rest:
-                rest.pop(0)
-        return run_target(tuple(rest)) if rest else argv
-    return argv
-
-
 def writes_file(command: str, _depth: int = 0) -> bool:
     """Does the line redirect output into a file (not ``/dev/null``, not a file descriptor)?"""
     lexer = shlex.shlex(_HEREDOC.sub("\n", command), posix=True, punctuation_chars=";&|()<>")
@@ -109,19 +77,10 @@ def writes_file(command: str, _depth: int = 0) -> bool:
             if not (i > 0 and words[i - 1].isdigit() and words[i - 1] != "1"):  # 2> err: a log, not an edit
                 return True
         if word.rsplit("/", 1)[-1] in _SHELLS and _depth < 4:
-            script = _shell_script(words[i + 1:])
+            script = shell_script(words[i + 1:])
             if script is not None and writes_file(script, _depth + 1):
                 return True
     return False
-
-
-def _shell_script(args: list[str]) -> str | None:
-    for i, arg in enumerate(args):
-        if arg.startswith("-") and not arg.startswith("--") and "c" in arg[1:]:
-            return args[i + 1] if i + 1 < len(args) else None
-        if not arg.startswith("-"):
-            return None
-    return None
 
 
 class CommandClassifier:

@@ -34,7 +34,7 @@ from logmine.agent.policy import PolicyError
 from logmine.agent.policy import require_model_dir as _require_policy_dir
 from logmine.config import config_dict
 from logmine.errors import LogmineError
-from logmine.redact.files import dumps, write_text
+from logmine.redact.files import JsonLines, write_text
 
 STATE = "trainer_state.pt"
 METRICS = "metrics.jsonl"
@@ -139,22 +139,6 @@ def _step_of(line: str) -> int | None:
         return None
 
 
-class JsonlLog:
-    """A JSON-lines log of the run directory, opened for appending; each :meth:`write` is flushed, so
-    a crash leaves whole rows and at most one cut line (which :func:`truncate_logs` drops)."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = Path(path).open("a")
-
-    def write(self, *rows: dict) -> None:  # through the redaction gate: rollouts hold observations
-        self._file.write("".join(dumps(row) + "\n" for row in rows))
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self) -> JsonlLog:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
+#: The run directory's JSON-lines logs (metrics, rollouts): the redaction gate's appender, flushed
+#: at each write, so a crash leaves whole rows and at most one cut line (:func:`truncate_logs` drops it).
+JsonlLog = JsonLines
