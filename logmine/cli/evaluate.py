@@ -17,7 +17,7 @@ from rich.table import Table
 
 from logmine.cli.errors import fail, require_torch
 from logmine.cli.main import app
-from logmine.cli.options import SetOpt, parse_sets
+from logmine.cli.options import ExecutorOpt, RayAddressOpt, SetOpt, executor_config, parse_sets
 from logmine.cli.output import counting_progress, num, out
 
 DataOpt = Annotated[Path, typer.Option(help="TMax directory (`logmine export tmax` output).")]
@@ -50,7 +50,8 @@ def filter_cmd(data: DataOpt, model: ModelOpt, out_dir: OutOpt,
                high: Annotated[Optional[float], typer.Option(
                    min=0.0, max=1.0, help="Keep pass rates below this (default: 1).")] = None,
                temperature: TempOpt = None, seed: SeedOpt = None, engine: EngineOpt = None,
-               workers: WorkersOpt = None, config: ConfigOpt = None, sets: SetOpt = None) -> None:
+               workers: WorkersOpt = None, config: ConfigOpt = None, sets: SetOpt = None,
+               executor: ExecutorOpt = None, ray_address: RayAddressOpt = None) -> None:
     """Keep the tasks this policy sometimes solves (0 < pass rate < 1): the ones with GRPO signal."""
     settings = _sample_config(data, model, out_dir, k, temperature, seed, engine, workers, config, sets)
     from logmine.evaluate.filter import filter_tasks
@@ -62,7 +63,7 @@ def filter_cmd(data: DataOpt, model: ModelOpt, out_dir: OutOpt,
         fail(f"need 0 <= low < high <= 1, got low={low}, high={high}")
     progress, update = counting_progress("filter", "tasks", True)
     with progress:
-        summary = filter_tasks(settings, low, high, update)
+        summary = filter_tasks(settings, low, high, update, executor_config(executor, ray_address))
     out.print(f"[bold]filter[/]: kept {summary.kept} of {summary.tasks} tasks ({low:g} < pass rate < {high:g}); "
               f"never solved {summary.never}, always solved {summary.always}, no scored rollout {summary.no_rate}, "
               f"unscored rollouts {summary.unscored}", highlight=False, soft_wrap=True)
@@ -101,7 +102,8 @@ def eval_cmd(data: DataOpt, model: ModelOpt, out_dir: OutOpt,
              k: Annotated[str, typer.Option("--k", help="Comma-separated k values.")] = DEFAULT_KS,
              as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
              temperature: TempOpt = None, seed: SeedOpt = None, engine: EngineOpt = None,
-             workers: WorkersOpt = None, config: ConfigOpt = None, sets: SetOpt = None) -> None:
+             workers: WorkersOpt = None, config: ConfigOpt = None, sets: SetOpt = None,
+             executor: ExecutorOpt = None, ray_address: RayAddressOpt = None) -> None:
     """pass@k (unbiased estimator, bootstrap 95% interval) of a policy on a TMax task set."""
     settings = _sample_config(data, model, out_dir, n, temperature, seed, engine, workers, config, sets)
     from logmine.evaluate.report import evaluate
@@ -109,7 +111,7 @@ def eval_cmd(data: DataOpt, model: ModelOpt, out_dir: OutOpt,
     ks = _ks(k, settings.samples)
     progress, update = counting_progress("eval", "tasks", True)
     with progress:
-        report = evaluate(settings, ks, update)
+        report = evaluate(settings, ks, update, executor_config(executor, ray_address))
     if as_json:
         out.print_json(json.dumps({key: v for key, v in report.items() if key != "per_task"}))
         return

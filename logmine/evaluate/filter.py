@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from logmine.evaluate.sampling import SampleConfig, SamplingError, TaskSamples, sample_all
+from logmine.executor import ExecutorConfig
 from logmine.redact import write_table
 
 PASS_RATES = pa.schema([("task_id", pa.string()), ("samples", pa.int32()), ("scored", pa.int32()),
@@ -44,10 +45,11 @@ class FilterSummary:
 
 
 def filter_tasks(config: SampleConfig, low: float = 0.0, high: float = 1.0,
-                 progress: Callable[[int, int], None] | None = None) -> FilterSummary:
+                 progress: Callable[[int, int], None] | None = None,
+                 executor: ExecutorConfig | None = None) -> FilterSummary:
     if not 0 <= low < high <= 1:
         raise SamplingError(f"need 0 <= low < high <= 1, got low={low}, high={high}")
-    tasks, samples = sample_all(config, progress)
+    tasks, samples = sample_all(config, progress, executor)
     rows = [_row(samples[t.task_id], low, high) for t in tasks]
     write_table(pa.Table.from_pylist(rows, schema=PASS_RATES), config.out / "pass_rates.parquet")
     kept = {r["task_id"] for r in rows if r["kept"]}

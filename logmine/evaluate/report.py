@@ -14,15 +14,17 @@ from pathlib import Path
 
 from logmine.evaluate.passk import bootstrap_ci, mean_pass_at_k
 from logmine.evaluate.sampling import SampleConfig, SamplingError, sample_all
+from logmine.executor import ExecutorConfig
 from logmine.redact import write_text
 
 
-def evaluate(config: SampleConfig, ks: tuple[int, ...], progress: Callable[[int, int], None] | None = None) -> dict:
+def evaluate(config: SampleConfig, ks: tuple[int, ...], progress: Callable[[int, int], None] | None = None,
+             executor: ExecutorConfig | None = None) -> dict:
     """The report (also written to ``out/eval.json``)."""
     bad = [k for k in ks if not 1 <= k <= config.samples]
     if bad:
         raise SamplingError(f"every k must be between 1 and n={config.samples}, got {', '.join(map(str, bad))}")
-    tasks, samples = sample_all(config, progress)
+    tasks, samples = sample_all(config, progress, executor)
     counts = {t.task_id: (len(samples[t.task_id].scored), samples[t.task_id].correct) for t in tasks}
     report = {
         "model": str(config.model), "data": str(config.data), "tasks": len(tasks), "n": config.samples,

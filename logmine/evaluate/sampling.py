@@ -8,8 +8,9 @@ directory is refused (``config.json`` records them).
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from logmine.agent.settings import RolloutSettings, check_rollout_settings, env_
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
 from logmine.config import check_positive_ints, config_dict
 from logmine.errors import LogmineError
+from logmine.executor import ExecutorConfig, make_executor
 from logmine.redact import JsonLines, redact_value, write_text
 
 SAMPLES = "samples.jsonl"
@@ -78,38 +80,94 @@ class TaskSamples:
 
 
 def sample_all(config: SampleConfig, progress: Callable[[int, int], None] | None = None,
-               ) -> tuple[list[RlTask], dict[str, TaskSamples]]:
-    """Every task's K rollouts (from ``out/samples.jsonl`` when already done); returns (tasks, samples)."""
+               executor: ExecutorConfig | None = None) -> tuple[list[RlTask], dict[str, TaskSamples]]:
+    """Every task's K rollouts (from ``out/samples.jsonl`` when already done); returns (tasks, samples).
+
+    With a Ray ``executor`` each task's K rollouts are one unit on the cluster: a worker loads the
+    policy once (per process) and sends the task's results back; this process writes them.
+    """
     try:
         tasks = load_tasks(config.data)
     except TaskSetError as exc:
         raise SamplingError(str(exc)) from exc
     done = _prepare(config)
-    try:
-        policy = load_policy(config.model, config.apply_patch)
-        engine = make_engine(config.engine, policy, config.model, config.seed)
-    except PolicyError as exc:
-        raise SamplingError(str(exc)) from exc
     todo = [t for t in tasks if t.task_id not in done]
     if progress:
         progress(len(tasks) - len(todo), len(tasks))
+    remote = executor is not None and executor.kind != "local"
+    results = _sample_remote(config, todo, executor) if remote else _sample_here(config, todo, len(done))
     with JsonLines(config.out / SAMPLES) as sink:
-        for start in range(0, len(todo), config.batch_tasks):
-            chunk = todo[start:start + config.batch_tasks]
-            torch.manual_seed(config.seed * 1_000_003 + len(done))
-            jobs = [(task, k) for task in chunk for k in range(config.samples)]
-            rollouts = run_rollouts(jobs, engine, policy.fmt, rollout_config(config), env_config(config),
-                                    policy.max_context)
-            for i, task in enumerate(chunk):
-                mine = rollouts[i * config.samples:(i + 1) * config.samples]
-                result = TaskSamples(task.task_id, tuple(r.reward for r in mine),
-                                     tuple(r.unscored for r in mine if r.unscored), tuple(r.end for r in mine),
-                                     tuple(r.turns for r in mine))
-                done[task.task_id] = result
-                sink.write(json.loads(result.line()))
+        for count, result in enumerate(results, 1):
+            done[result.task_id] = result
+            sink.write(json.loads(result.line()))
             if progress:
-                progress(len(tasks) - len(todo) + start + len(chunk), len(tasks))
+                progress(len(tasks) - len(todo) + count, len(tasks))
     return tasks, {t.task_id: done[t.task_id] for t in tasks}
+
+
+def _policy(config: SampleConfig):
+    try:
+        policy = load_policy(config.model, config.apply_patch)
+        return policy, make_engine(config.engine, policy, config.model, config.seed)
+    except PolicyError as exc:
+        raise SamplingError(str(exc)) from exc
+
+
+def _samples(task: RlTask, rollouts) -> TaskSamples:
+    return TaskSamples(task.task_id, tuple(r.reward for r in rollouts), tuple(r.unscored for r in rollouts if r.unscored),
+                       tuple(r.end for r in rollouts), tuple(r.turns for r in rollouts))
+
+
+def _sample_here(config: SampleConfig, todo: list[RlTask], already: int) -> Iterator[TaskSamples]:
+    """Batches of ``batch_tasks`` tasks rolled out together in this process."""
+    policy, engine = _policy(config)
+    for start in range(0, len(todo), config.batch_tasks):
+        chunk = todo[start:start + config.batch_tasks]
+        torch.manual_seed(config.seed * 1_000_003 + already + start)
+        jobs = [(task, k) for task in chunk for k in range(config.samples)]
+        rollouts = run_rollouts(jobs, engine, policy.fmt, rollout_config(config), env_config(config),
+                                policy.max_context)
+        for i, task in enumerate(chunk):
+            yield _samples(task, rollouts[i * config.samples:(i + 1) * config.samples])
+
+
+def _sample_remote(config: SampleConfig, todo: list[RlTask], executor: ExecutorConfig) -> Iterator[TaskSamples]:
+    runner = make_executor(executor)
+    try:
+        runner.check_nodes(functools.partial(_inputs_missing, str(config.model), str(config.data)))
+        units = [(config, task, i) for i, task in enumerate(todo)]
+        for done in runner.map(_sample_unit, units):
+            if done.error is not None:
+                raise SamplingError(f"sampling {todo[done.index].task_id} failed on {done.placement}: {done.error}")
+            yield done.result
+    finally:
+        runner.close()
+
+
+_WORKER_POLICIES: dict[tuple, tuple] = {}  # per worker process: the policy of each model loaded
+
+
+def _worker_policy(config: SampleConfig):
+    key = (str(config.model), config.apply_patch, config.engine, config.seed)
+    if key not in _WORKER_POLICIES:
+        _WORKER_POLICIES[key] = _policy(config)
+    return _WORKER_POLICIES[key]
+
+
+def _sample_unit(unit: tuple[SampleConfig, RlTask, int]) -> TaskSamples:
+    """One task's K rollouts on an executor's worker (the policy loaded once per worker process)."""
+    config, task, index = unit
+    policy, engine = _worker_policy(config)
+    torch.manual_seed(config.seed * 1_000_003 + index)
+    rollouts = run_rollouts([(task, k) for k in range(config.samples)], engine, policy.fmt, rollout_config(config),
+                            env_config(config), policy.max_context)
+    return _samples(task, rollouts)
+
+
+def _inputs_missing(model: str, data: str) -> str | None:
+    """A node's check: the model and the task set at the driver's paths."""
+    missing = [p for p in (model, data) if not Path(p).exists()]
+    return None if not missing else f"not found here: {', '.join(missing)}"
 
 
 def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:
