@@ -28,7 +28,7 @@ import xxhash
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
 from logmine.ingest.reader import ContentStream, iter_lines, open_content
 from logmine.ingest.records import EXCERPT_CHARS, FileRecord
-from logmine.ingest.redact import Redactor
+from logmine.redact import Redactor
 
 MAX_G0_BYTES = 1 << 30
 BOM = b"\xef\xbb\xbf"

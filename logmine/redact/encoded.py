@@ -24,8 +24,9 @@ _SEP = r"(?:\\+[nr]|\r?\n)+"
 _BLOCK = re.compile(r"(?:(?<![A-Za-z0-9+/_\\-])|(?<=\\[nrt]))(?=[A-Za-z0-9+/_-]{64})" + _RUN
                     + rf"(?:{_SEP}(?:{_RUN}|[A-Za-z0-9+/_-]{{2,15}}={{1,2}}))*", re.ASCII)
 _SEPARATORS = re.compile(_SEP)
+_RUN_OF = re.compile(r"[A-Za-z0-9+/_-]+")  # a maximal run of base64 characters
 _FERNET = "gAAAAA"  # encrypted reasoning: ciphertext, never a readable secret
-_PRINTABLE = frozenset(range(32, 127)) | {9, 10, 13}
+_PRINTABLE = bytes([*range(32, 127), 9, 10, 13])
 
 
 def decode(block: str, skip: int = 0) -> str | None:
@@ -39,7 +40,7 @@ def decode(block: str, skip: int = 0) -> str | None:
     except binascii.Error:
         return None
     sample = raw[:256]
-    if not sample or sum(b in _PRINTABLE for b in sample) < 0.95 * len(sample):
+    if not sample or len(sample) - len(sample.translate(None, _PRINTABLE)) < 0.95 * len(sample):
         return None
     return raw.decode("utf-8", "replace")
 
@@ -48,7 +49,7 @@ def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | Non
     """``text`` with each base64 block whose decoding holds a secret made a placeholder of its
     kind; ``kind_of(decoded)`` names the first secret in a decoded text, else None."""
     finds = []
-    for m in _BLOCK.finditer(text):
+    for m in _blocks(text):
         if m.group().startswith(_FERNET):
             continue
         decoded = next((d for skip in range(4) if (d := decode(m.group(), skip)) is not None), None)
@@ -62,3 +63,22 @@ def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | Non
         last = e
         counts[kind] += 1
     return "".join(out) + text[last:]
+
+
+def _blocks(text: str):
+    """``_BLOCK.finditer(text)``, with the block regex tried only where a block can start: at the
+    start of a run of 64 or more base64 characters (not just after a backslash), or one character
+    into it when the run follows a ``\\n``/``\\r``/``\\t`` escape. Trying it at every character
+    of a long line costs more than the rest of the base64 check."""
+    end = 0
+    for run in _RUN_OF.finditer(text):
+        first, last = run.span()
+        if last - first < 64:
+            continue
+        if first and text[first - 1] == "\\":
+            if text[first] not in "nrt":
+                continue
+            first += 1
+        if first >= end and last - first >= 64 and (m := _BLOCK.match(text, first)):
+            yield m
+            end = m.end()

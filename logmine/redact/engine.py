@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import orjson
 
 from logmine.redact import encoded
-from logmine.redact.gitleaks import Rule, load_gitleaks
+from logmine.redact.gitleaks import PREFILTER_PATTERNS, Rule, load_gitleaks
 from logmine.redact.patterns import (
     EARLY_RULES,
     ENV_RULE,
@@ -48,7 +48,8 @@ def _own(spec, late: bool = False) -> Rule:
 
 
 def _prefilter(rules: list[Rule]):
-    patterns = [list(JSON_PAIRS_PREFILTER) if r is _STRUCTURED else [r.regex.pattern] for r in rules]
+    patterns = [list(JSON_PAIRS_PREFILTER) if r is _STRUCTURED
+                else list(PREFILTER_PATTERNS.get(r.id, [r.regex.pattern])) for r in rules]
     keywords = [r.keywords for r in rules]
     try:
         from logmine.redact.prefilter import HyperscanPrefilter
@@ -139,6 +140,27 @@ def _json_safe(text: str, s: int, e: int, multiline: bool) -> tuple[int, int]:
     return s, (e if q == -1 else q)
 
 
+def matches(rule: Rule, text: str) -> Iterator[re.Match]:
+    """``rule.regex.finditer(text)``; for a rule whose every match opens with one of
+    :attr:`~logmine.redact.gitleaks.Rule.starts`, the regex is tried only where one of them begins
+    (found with ``str.find`` on the lower-cased text: several times faster on long lines). The
+    matches are finditer's: the leftmost match at or after the end of the previous one."""
+    if not rule.starts or not text.isascii():  # lower-casing keeps offsets for ASCII text only
+        yield from rule.regex.finditer(text)
+        return
+    low, at = text.lower(), []
+    for word in rule.starts:
+        i = low.find(word)
+        while i != -1:
+            at.append(i)
+            i = low.find(word, i + 1)
+    end = 0
+    for start in sorted(set(at)):
+        if start >= end and (m := rule.regex.match(text, start)):
+            yield m
+            end = max(m.end(), start + 1)
+
+
 def replace_spans(text: str, finds: list[tuple[int, int, str]], counts: Counter) -> str:
     """``text`` with each (start, end, kind) span, in order and not overlapping, made a placeholder."""
     if not finds:
@@ -208,7 +230,7 @@ class Redactor:
 
     def redact_jsonl(self, lines: Sequence[str]) -> list[str]:
         """Many JSON documents (JSONL lines, no newline in any) redacted as :meth:`redact_json_line`
-        does, with one prefilter pass over all of them: the fast path for a chunk of a log."""
+        does, with one prefilter call for all of them: the fast path for a chunk of a log."""
         out = list(lines)
         for i, found in self._rules.prefilter.rules_by_text(lines).items():
             out[i] = self.redact_json_line(lines[i], found)
@@ -275,7 +297,7 @@ class Redactor:
 
     def _apply(self, rule: Rule, text: str, json: bool, counts: Counter) -> str:
         finds = []
-        for m in rule.regex.finditer(text):
+        for m in matches(rule, text):
             s, e = _secret_span(m, rule.secret_group)
             if json:
                 s, e = _json_safe(text, s, e, rule.kind == "private_key")

@@ -46,6 +46,23 @@ _EXTRA_ALLOW = {
                         ("secret", r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$"),
                         ("match", r"(?i)sha\d*|md5|hash|digest|checksum|fingerprint")),
 }
+# Hyperscan prefilter patterns cheaper than a rule's regex, each a superset of what the rule can
+# report (the prefilter scans each text on its own and only says whether a rule may match in it).
+# Sourcegraph's third alternative is any 40-hex run (every git commit hash), which the allowlist
+# above always drops: what the rule can report holds ``sgp_``, or is a hex run whose first digit a
+# JSON-safe cut removed (the ``b``/``f`` of a ``\b``/``\f`` escape). Facebook's access token holds
+# a digit, ``|`` or ``%``, and 27 token characters in a row; its digit run costs Hyperscan a sixth
+# of the whole scan.
+# Literals (lower case) at one of which every match of a rule begins, so that its regex is tried only
+# there (:func:`logmine.redact.engine.matches`): generic-api-key's regex opens with its keyword
+# alternation, and Python's ``re`` tries that alternation at every position of a long line.
+_STARTS = {
+    "generic-api-key": ("access", "auth", "api", "credential", "creds", "key", "passw", "secret", "token"),
+}
+PREFILTER_PATTERNS = {
+    "sourcegraph-access-token": (r"(?i)sgp_", r"(?i)\\[bf][0-9a-f]{39}"),
+    "facebook-access-token": (r"(?i)[0-9][|%][0-9a-z_-]{27}",),
+}
 _CONTEXT = r"[\w.-]{0,50}?"  # gitleaks' leading context: it only widens a match, so it is dropped
 # gitleaks' template pieces, widened for JSON-encoded text, where a quote reads \" and any escape
 # (\", \\, \u00e9, not just \n) ends a secret
@@ -92,6 +109,7 @@ class Rule:
     accept: Callable[[re.Match], bool] | None = None  # our rules' own test of a match
     context: bool = False  # the leading context was dropped: rebuild it for match allowlists
     late: bool = False  # runs after structured-key redaction (NAME=value style rules)
+    starts: tuple[str, ...] = ()  # lower-case literals, one of which opens every match (_STARTS)
 
 
 # ---------------------------------------------------------------- porting RE2 to Python re
@@ -195,5 +213,5 @@ def load_gitleaks() -> tuple[list[Rule], dict[str, str], tuple[Allow, ...]]:
         kind = next((k for prefix, k in _KINDS if rid.startswith(prefix)), rid.replace("-", "_"))
         rules.append(Rule(rid, kind, regex, tuple(k.lower() for k in spec.get("keywords", ())),
                            spec.get("entropy", 0.0), spec.get("secretGroup", 0), allow,
-                           _REQUIRED.get(rid, ()), context=_CONTEXT in spec["regex"]))
+                           _REQUIRED.get(rid, ()), context=_CONTEXT in spec["regex"], starts=_STARTS.get(rid, ())))
     return rules, skipped, global_allow

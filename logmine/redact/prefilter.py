@@ -4,8 +4,8 @@ Two engines with one contract, :meth:`rules_in` (the rules that can match in a t
 :meth:`rules_by_text` (the same, for each of many texts):
 
 - :class:`HyperscanPrefilter` compiles every rule's regex in Hyperscan's *prefilter* mode (a
-  superset of the regex's matches: it never misses one) into one database and scans a whole
-  chunk in one pass at hundreds of MB/s. A rule whose regex Hyperscan cannot take stands in
+  superset of the regex's matches: it never misses one) into one database and scans each text
+  in one pass at hundreds of MB/s. A rule whose regex Hyperscan cannot take stands in
   through its keywords, or runs on every text holding a hit when it has none.
 - :class:`KeywordPrefilter`, the fallback when ``hyperscan`` is not installed: gitleaks' keyword
   scheme (a rule runs on a text holding one of its keywords), with an Aho-Corasick automaton
@@ -17,11 +17,14 @@ ASCII, which every secret format is.
 
 from __future__ import annotations
 
-import bisect
-import itertools
+import hashlib
+import json
+import os
 import re
+import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 # A base64 run long enough to hold a key (64 characters = 48 bytes), at its start; a run of
 # Fernet ciphertext (gAAAAA…, encrypted reasoning) does not count.
@@ -114,11 +117,16 @@ class HyperscanPrefilter:
 
         self._b64 = b64
         self._hyperscan, self._local = hyperscan, threading.local()  # one scratch space per thread
+        cache = _cache_file(hyperscan, patterns, keywords, b64)
+        if (cached := _load(hyperscan, cache)) is not None:
+            self._db, self._always = cached
+            return
         self._db = hyperscan.Database()
         try:
             self._always = self._compile(hyperscan, patterns, keywords, lambda _: True)
         except hyperscan.error:  # find the patterns Hyperscan cannot take, one by one
             self._always = self._compile(hyperscan, patterns, keywords, lambda p: _compiles(hyperscan, p))
+        _save(hyperscan, cache, self._db, self._always)
 
     def _compile(self, hyperscan, patterns, keywords, takes) -> set[int]:
         """Compile the database; returns the rules that must run on every text with any hit."""
@@ -138,35 +146,89 @@ class HyperscanPrefilter:
         self._db.compile(expressions=exprs, ids=ids, elements=len(exprs), flags=flags)
         return always
 
-    def _hits(self, data: bytes) -> list[tuple[int, int]]:
-        hits: list[tuple[int, int]] = []
+    def _rules(self, data: bytes, scratch) -> set[int]:
+        """The rules with a hit in ``data`` (a base64 run of Fernet ciphertext is no hit)."""
+        rules: set[int] = set()
         b64 = self._b64
 
         def found(rule: int, _start: int, end: int, _flags: int, _ctx) -> None:
             if rule != b64 or data[end - 64:end - 58] != _FERNET:
-                hits.append((end, rule))
+                rules.add(rule)
 
+        self._db.scan(data, match_event_handler=found, scratch=scratch)
+        return rules
+
+    def _scratch(self):
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
             scratch = self._local.scratch = self._hyperscan.Scratch(self._db)
-        self._db.scan(data, match_event_handler=found, scratch=scratch)
-        return hits
+        return scratch
 
     def rules_in(self, text: str) -> frozenset[int]:
-        hits = self._hits(text.encode("utf-8", "surrogatepass"))
-        return frozenset({rule for _, rule in hits} | (self._always if hits else set()))
+        rules = self._rules(text.encode("utf-8", "surrogatepass"), self._scratch())
+        return frozenset(rules | self._always) if rules else frozenset()
 
     def rules_by_text(self, texts: Sequence[str]) -> dict[int, frozenset[int]]:
-        """{index: rules that can match in ``texts[index]``}, for the texts with any; one scan for all."""
-        parts = [t.encode("utf-8", "surrogatepass") for t in texts]
-        hits = self._hits(b"\n".join(parts))
-        if not hits:
-            return {}
-        starts = list(itertools.accumulate((len(p) + 1 for p in parts[:-1]), initial=0))
-        by_text: dict[int, set[int]] = {}
-        for end, rule in hits:
-            by_text.setdefault(bisect.bisect_right(starts, end - 1) - 1, set()).add(rule)
-        return {i: frozenset(rules | self._always) for i, rules in by_text.items()}
+        """{index: rules that can match in ``texts[index]``}, for the texts with any.
+
+        Each text is scanned on its own: a hit is then never credited to the wrong text (in one scan
+        of texts joined by newlines, a pattern that crosses lines, such as a JSON string's
+        ``[^"\\]*``, shifts or loses hits), and the calls cost no more than joining the texts did.
+        """
+        scratch, always, by_text = self._scratch(), self._always, {}
+        for i, text in enumerate(texts):
+            if rules := self._rules(text.encode("utf-8", "surrogatepass"), scratch):
+                by_text[i] = frozenset(rules | always)
+        return by_text
+
+
+# -- the compiled database, cached on disk: compiling takes about a second, loading a millisecond
+
+def _cache_file(hyperscan, patterns, keywords, b64: int) -> Path | None:
+    """Where the database of these patterns is cached (``$LOGMINE_CACHE``, else the user's cache
+    directory), named by a digest of everything it is compiled from; None when caching is off
+    (``LOGMINE_CACHE=off``)."""
+    root = os.environ.get("LOGMINE_CACHE")
+    if root == "off":
+        return None
+    if not root:
+        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "logmine")
+    spec = [getattr(hyperscan, "__version__", ""), [list(p) for p in patterns], [list(k) for k in keywords], b64,
+            B64_RUN.decode(), _FERNET.decode(), os.uname().machine]
+    digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:32]
+    return Path(root) / f"hyperscan-{digest}.db"
+
+
+def _load(hyperscan, path: Path | None):
+    """(database, rules that run on every text with a hit) from the cache; None when it has none
+    that this machine can run (missing, corrupt, or built for another CPU)."""
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+        head, _, blob = data.partition(b"\n")
+        always = set(json.loads(head))
+        db = hyperscan.loadb(blob, hyperscan.HS_MODE_BLOCK)
+        hyperscan.Scratch(db)  # a database this CPU cannot run fails here
+    except (OSError, ValueError, TypeError, hyperscan.error):
+        return None
+    return db, always
+
+
+def _save(hyperscan, path: Path | None, db, always: set[int]) -> None:
+    """Write the cache atomically; a cache that cannot be written is no error (the next run compiles)."""
+    if path is None:
+        return
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".hyperscan-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(json.dumps(sorted(always)).encode() + b"\n" + hyperscan.dumpb(db))
+        os.replace(tmp, path)
+    except (OSError, hyperscan.error):
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _compiles(hyperscan, pattern: bytes) -> bool:
