@@ -14,25 +14,33 @@ from conftest import query
 from logmine.sandbox.bwrap import probe
 
 STATUSES = "SELECT verifier_id, status, env_mode FROM verifications ORDER BY verifier_id"
+REASONS = "SELECT DISTINCT status_reason FROM verifications"
 LOGMINE = str(Path(sys.executable).parent / "logmine")
+
+
+def _installed_demo_dir(cwd: Path) -> Path:
+    """The demo directory of the logmine the CLI runs (not a source tree the test process may see)."""
+    return Path(subprocess.run([sys.executable, "-c", "from logmine.demo import DEMO_DIR; print(DEMO_DIR)"],
+                               cwd=cwd, capture_output=True, text=True, check=True).stdout.strip())
 
 
 @pytest.fixture(scope="module")
 def local_demo(tmp_path_factory):
+    """The local run, through the same CLI as the Ray runs (so both read the same demo files)."""
     if probe() is not None:
         pytest.skip("bubblewrap cannot run here")
-    from logmine.run import RunConfig, run_pipeline
-
     root = tmp_path_factory.mktemp("local-demo")
-    run_pipeline(RunConfig(demo=True, store=root / "store", out=root / "out"))
+    done = subprocess.run([LOGMINE, "run", "--demo", "--store", str(root / "store"), "--out", str(root / "out")],
+                          cwd=root, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return root / "store"
 
 
 def test_ray_verify_equals_local_and_names_two_nodes(ray_cluster, local_demo, tmp_path):
     done = ray_cluster.run([LOGMINE, "run", "--demo", "--store", str(tmp_path / "store"), "--out",
-                            str(tmp_path / "out"), "--executor", "ray"], timeout=900)
+                            str(tmp_path / "out"), "--executor", "ray"], timeout=900, cwd=tmp_path)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    assert query(tmp_path / "store", STATUSES) == query(local_demo, STATUSES)
+    assert query(tmp_path / "store", STATUSES) == query(local_demo, STATUSES), query(local_demo, REASONS)
     nodes = {r["node"] for r in query(tmp_path / "store", "SELECT DISTINCT node FROM verifications")}
     assert len(nodes) >= 2 and all(n.startswith("127.0.0.1/") for n in nodes), nodes
     workers = query(tmp_path / "store", "SELECT count(DISTINCT worker) AS n FROM verifications")[0]["n"]
@@ -46,10 +54,10 @@ def test_a_worker_killed_mid_run_changes_nothing(ray_cluster, local_demo, tmp_pa
     for argv in (["ingest", "--demo", "--store", str(store), "-q"], ["segment", "--store", str(store)]):
         assert ray_cluster.run([LOGMINE, *argv], timeout=300).returncode == 0
     repos = tmp_path / "repos"
-    subprocess.run(["cp", "-r", str(Path(__file__).parents[2] / "logmine/demo/repos"), str(repos)], check=True)
+    subprocess.run(["cp", "-r", str(_installed_demo_dir(tmp_path) / "repos"), str(repos)], check=True)
     verify = subprocess.Popen(ray_cluster.command([
         LOGMINE, "verify", "--store", str(store), "--repo-map", f"/home/dev/projects/calc={repos / 'calc'}",
-        "--executor", "ray", "-q"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        "--plain-dirs", "--executor", "ray", "-q"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**__import__("os").environ, "RAY_ADDRESS": ray_cluster.address})
     killed = 0
     deadline = time.monotonic() + 120
