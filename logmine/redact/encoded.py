@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from logmine.redact.patterns import PLACEHOLDER
+from logmine.redact.patterns import replace_spans
 
 _RUN = r"[A-Za-z0-9+/_-]{16,}={0,2}"
 _SEP = r"(?:\\+[nr]|\r?\n)+"
@@ -55,14 +55,7 @@ def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | Non
         decoded = next((d for skip in range(4) if (d := decode(m.group(), skip)) is not None), None)
         if decoded is not None and (kind := kind_of(decoded)):
             finds.append((m.start(), m.end(), kind))
-    if not finds:
-        return text
-    out, last = [], 0
-    for s, e, kind in finds:
-        out += (text[last:s], PLACEHOLDER.format(kind))
-        last = e
-        counts[kind] += 1
-    return "".join(out) + text[last:]
+    return replace_spans(text, finds, counts)
 
 
 def _blocks(text: str):

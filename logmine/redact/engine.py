@@ -30,10 +30,10 @@ from logmine.redact.patterns import (
     OPAQUE,
     OPAQUE_KEY,
     OWN_RULES,
-    PLACEHOLDER,
     STRUCTURED_KEYWORDS,
     entropy,
     keyed_value,
+    replace_spans,
     secret_key_kind,
 )
 
@@ -159,18 +159,6 @@ def matches(rule: Rule, text: str) -> Iterator[re.Match]:
         if start >= end and (m := rule.regex.match(text, start)):
             yield m
             end = max(m.end(), start + 1)
-
-
-def replace_spans(text: str, finds: list[tuple[int, int, str]], counts: Counter) -> str:
-    """``text`` with each (start, end, kind) span, in order and not overlapping, made a placeholder."""
-    if not finds:
-        return text
-    out, last = [], 0
-    for s, e, kind in finds:
-        out += (text[last:s], PLACEHOLDER.format(kind))
-        last = e
-        counts[kind] += 1
-    return "".join(out) + text[last:]
 
 
 # ---------------------------------------------------------------- the redactor

@@ -177,3 +177,15 @@ def secret_key_kind(key: str) -> str | None:
 def keyed_value(value: str) -> bool:
     """Whether a string under a secret-naming key is a value to replace (not empty, not a placeholder)."""
     return bool(value) and MARK not in value and not PLACEHOLDER_RE.fullmatch(value)
+
+
+def replace_spans(text: str, finds: list[tuple[int, int, str]], counts: Counter) -> str:
+    """``text`` with each (start, end, kind) span, in order and not overlapping, made a placeholder."""
+    if not finds:
+        return text
+    out, last = [], 0
+    for s, e, kind in finds:
+        out += (text[last:s], PLACEHOLDER.format(kind))
+        last = e
+        counts[kind] += 1
+    return "".join(out) + text[last:]
