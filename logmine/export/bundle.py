@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import orjson
 
 from logmine.patch import FileOp, PatchError, apply_patch
-from logmine.redact import Redactor, write_text
-from logmine.redact.paths import credential_path
+from logmine.redact import Redactor
+from logmine.redact.files import copy_tree
 from logmine.segment.records import Action, Candidate
 from logmine.verify.workspace import within
 
@@ -79,35 +78,7 @@ sys.exit(1 if failures else 0)
 def write_seeds(start: Path, seeds: Path, redactor: Redactor) -> list[str]:
     """Copy the start-state tree into ``seeds``, leaving credential files out (the one list of
     :mod:`logmine.redact.paths`) and redacting text. Returns the relative paths left out."""
-    left_out = []
-    for dirpath, dirnames, filenames in os.walk(start):
-        rel_dir = os.path.relpath(dirpath, start)
-        kept = []
-        for name in sorted(dirnames):
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            if credential_path(rel):
-                left_out.append(rel)
-            else:
-                kept.append(name)
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            source = Path(dirpath, name)
-            if credential_path(rel) or source.is_symlink():
-                left_out.append(rel)
-                continue
-            target = seeds / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = source.read_bytes()
-            try:
-                text = data.decode("utf-8") if len(data) <= MAX_TEXT_BYTES else None
-            except UnicodeDecodeError:
-                text = None
-            if text is None:
-                shutil.copyfile(source, target)
-            else:
-                write_text(target, text, redactor)
-    return sorted(left_out)
+    return copy_tree(start, seeds, redactor, max_text_bytes=MAX_TEXT_BYTES)
 
 
 def test_sh(verifier: Candidate, rel: str) -> str:

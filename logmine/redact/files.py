@@ -7,16 +7,21 @@ stage for other ways of writing a file, so a new writer cannot bypass the gate u
 
 * :func:`write_text`: a text file (``json=True``: a JSON document, kept valid JSON);
 * :func:`write_table`: a Parquet file, every string column redacted (:func:`redact_table`);
-* :class:`JsonLines`: an append-only ``.jsonl`` log, one redacted JSON object per line.
+* :class:`JsonLines`: an append-only ``.jsonl`` log, one redacted JSON object per line;
+* :func:`copy_tree`: a user's directory copied without its credential files, text redacted.
 """
 
 from __future__ import annotations
 
 import json as _json
+import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logmine.errors import LogmineError
 from logmine.redact.engine import Redactor, default_redactor
+from logmine.redact.paths import credential_path
 from logmine.redact.tables import redact_table, redact_value
 
 if TYPE_CHECKING:
@@ -64,3 +69,49 @@ class JsonLines:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class TreeTooLarge(LogmineError):
+    """A directory to copy holds more than the bytes allowed."""
+
+
+def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max_bytes: int | None = None,
+              max_text_bytes: int | None = None) -> list[str]:
+    """Copy ``source`` into ``dest``: credential files and directories
+    (:func:`~logmine.redact.paths.credential_path`), links and anything not a regular file are left
+    out; UTF-8 text is redacted (up to ``max_text_bytes`` a file, larger files are copied as they are);
+    raises :class:`TreeTooLarge` past ``max_bytes`` in all. Returns the relative paths left out."""
+    redactor = redactor or default_redactor()
+    left_out: list[str] = []
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(source):
+        rel_dir = os.path.relpath(dirpath, source)
+        kept = []
+        for name in sorted(dirnames):
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            if credential_path(rel):
+                left_out.append(rel)
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            path = Path(dirpath, name)
+            if credential_path(rel) or path.is_symlink() or not path.is_file():
+                left_out.append(rel)
+                continue
+            total += path.stat().st_size
+            if max_bytes is not None and total > max_bytes:
+                raise TreeTooLarge(f"{source} holds more than {max_bytes >> 20} MiB")
+            target = Path(dest) / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            try:
+                text = data.decode("utf-8") if max_text_bytes is None or len(data) <= max_text_bytes else None
+            except UnicodeDecodeError:
+                text = None
+            if text is None:
+                shutil.copyfile(path, target)
+            else:
+                write_text(target, text, redactor)
+    return sorted(left_out)

@@ -18,8 +18,7 @@ from pathlib import Path, PurePosixPath
 
 from logmine.errors import LogmineError
 from logmine.patch import FileOp, PatchError, apply_patch
-from logmine.redact import default_redactor, write_text
-from logmine.redact.paths import credential_path
+from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.segment.records import Repo, StartState
 from logmine.verify.clones import find_clone
 
@@ -84,7 +83,7 @@ def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_
     stay on the machine that made them), the session header's commit plus the earlier tasks' patches.
     A working directory that is not a git repository (a home directory, a scratch folder) is not
     rebuilt unless ``plain_dirs``; then it is copied without credential files
-    (:func:`logmine.redact.paths.credential_path`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
+    (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
     """
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
@@ -96,7 +95,11 @@ def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
                              "with --plain-dirs, credential files left out)")
-        left_out = copy_plain_dir(local, dest)
+        try:
+            left_out = copy_tree(local, dest, max_bytes=PLAIN_DIR_MAX_BYTES)
+        except TreeTooLarge as exc:
+            raise NotRebuilt(f"{local} is not a git repository and holds more than "
+                             f"{PLAIN_DIR_MAX_BYTES >> 20} MiB") from exc
         root, live = cwd, local
         notes.append(f"{local} is not a git repository: its files were copied (redacted; "
                      f"{len(left_out)} credential file(s) left out)")
@@ -117,35 +120,6 @@ def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_
             raise NotRebuilt(f"an earlier task's patch does not apply ({method}): {exc}") from exc
     _snapshot(dest)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method)
-
-
-def copy_plain_dir(source: Path, dest: Path, max_bytes: int | None = None) -> list[str]:
-    """Copy ``source`` into ``dest`` without credential files or links, text redacted; raises
-    :class:`NotRebuilt` past ``max_bytes`` (default :data:`PLAIN_DIR_MAX_BYTES`). Returns what was left out."""
-    budget = PLAIN_DIR_MAX_BYTES if max_bytes is None else max_bytes
-    redactor, left_out, total = default_redactor(), [], 0
-    for dirpath, dirnames, filenames in os.walk(source):
-        rel_dir = os.path.relpath(dirpath, source)
-        kept = [d for d in sorted(dirnames) if not credential_path(os.path.normpath(os.path.join(rel_dir, d)))]
-        left_out += [os.path.normpath(os.path.join(rel_dir, d)) for d in dirnames if d not in kept]
-        dirnames[:] = kept
-        for name in sorted(filenames):
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            path = Path(dirpath, name)
-            if credential_path(rel) or path.is_symlink() or not path.is_file():
-                left_out.append(rel)
-                continue
-            total += path.stat().st_size
-            if total > budget:
-                raise NotRebuilt(f"{source} is not a git repository and holds more than {budget >> 20} MiB")
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            data = path.read_bytes()
-            try:
-                write_text(target, data.decode("utf-8"), redactor)
-            except UnicodeDecodeError:
-                target.write_bytes(data)
-    return sorted(left_out)
 
 
 def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:

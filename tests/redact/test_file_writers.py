@@ -20,7 +20,6 @@ ALLOWED = {
     ("agent/synthetic.py", "write_text"): "the generated shell-task family: text logmine makes up",
     ("agent/synthetic.py", "write_table"): "rows and tokens of that generated family",
     ("export/tmax.py", "open"): "task-data.tar.gz packs the bundle files, each written through the gate",
-    ("verify/workspace.py", "write_bytes"): "binary files of a --plain-dirs copy (text goes through the gate)",
 }
 
 
