@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from logmine.ingest.run import IngestSummary
-from logmine.store import Store, StoreError
+from logmine.store import Store, StoreError, fetch_dicts
 
 _STATS_SQL = """
 WITH ev AS (
@@ -75,9 +75,7 @@ def stats(store: Path) -> dict:
     """Sessions, events, tool calls and genuine user messages by format and CLI version."""
     with Store(store, read_only=True) as opened:
         try:
-            cursor = opened.con.execute(_STATS_SQL)
-            names = [d[0] for d in cursor.description]
-            rows = [dict(zip(names, r)) for r in cursor.fetchall()]
+            rows = fetch_dicts(opened.con.execute(_STATS_SQL))
             quarantined = opened.con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
         except duckdb.Error as exc:
             raise StoreError(f"cannot read store {store}: {exc}") from exc

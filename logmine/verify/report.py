@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from logmine.store import Store
+from logmine.store import Store, fetch_dicts
 from logmine.verify.records import STATUSES
 from logmine.verify.run import VerifySummary
 
@@ -59,11 +59,9 @@ def environment_counts(store: Store) -> dict:
 
 def environment_of(store: Store, task_id: str) -> dict | None:
     """The ``environments`` row of ``task_id`` (its latest verification), or None."""
-    cursor = store.con.execute("SELECT * FROM environments WHERE task_id = ? ORDER BY verify_gen DESC LIMIT 1",
-                               [task_id])
-    names = [d[0] for d in cursor.description]
-    row = cursor.fetchone()
-    return None if row is None else dict(zip(names, row))
+    rows = fetch_dicts(store.con.execute(
+        "SELECT * FROM environments WHERE task_id = ? ORDER BY verify_gen DESC LIMIT 1", [task_id]))
+    return rows[0] if rows else None
 
 
 def render_environment(console: Console, row: dict) -> None:
