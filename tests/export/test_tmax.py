@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pyarrow.parquet as pq
 import pytest
+from calc_repo import CALC, FIX, TESTS, calc_repo
 from session_builder import SessionBuilder
 
 from logmine.export.tmax import SCHEMA, SUBMIT, TmaxExportConfig, export_tmax
@@ -22,25 +23,15 @@ from logmine.verify import VerifyConfig, verify
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
-CALC = "def add(a, b):\n    return a - b\n"
-TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
-TESTS = "python3 -B -m unittest -q"
 
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tmax")
     repo = tmp / "work" / "proj"
-    repo.mkdir(parents=True)
-    (repo / "calc.py").write_text(CALC)
-    (repo / "test_calc.py").write_text(TEST_CALC)
-    (repo / ".env").write_text("API_TOKEN=abc123\n")  # a credential file: must not leave the machine
-    (repo / "notes.txt").write_text("deploy with ghp_" + "FAKE0123456789abcdefghijklmnopqrstuv"[:36] + "\n")
-    for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "s"]):
-        subprocess.run(["git", *cmd], cwd=repo, check=True)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    commit = calc_repo(repo, {
+        ".env": "API_TOKEN=abc123\n",  # a credential file: must not leave the machine
+        "notes.txt": "deploy with ghp_" + "FAKE0123456789abcdefghijklmnopqrstuv"[:36] + "\n"}, message="s")
     builder = (SessionBuilder(cwd=str(repo), commit=commit)
                .user("Fix add so the tests pass").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
                .user("Explain what calc does").agent("It adds."))

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from calc_repo import FIX, TEST_CALC, TESTS, calc_repo
 from conftest import query
 from redact.leaks import find_leaks
 from redact.planted import planted
@@ -40,12 +40,8 @@ NEEDLES = sorted({n for p in PLANTED for n in p.needles})
 URL_PASSWORD = next(p for p in PLANTED if p.kind == "url_password")
 
 CALC = f"# {URL_PASSWORD.text}\ndef add(a, b):\n    return a - b\n"  # the patch rewrites this file
-FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
 CHECK = ("import sys\n\nfrom calc import add\n\nprint(open(f'secrets/{sys.argv[1]}.txt').read())\n"
          "sys.exit(0 if add(2, 3) == 5 else 1)\n")
-TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-TESTS = "python3 -B -m unittest -q"
 
 
 @dataclass(frozen=True)
@@ -58,19 +54,10 @@ class Run:
 
 
 def _repo(path: Path) -> str:
-    path.mkdir(parents=True)
-    (path / "calc.py").write_text(CALC)
-    (path / "check.py").write_text(CHECK)
-    (path / "test_calc.py").write_text(TEST_CALC)
-    (path / "secrets").mkdir()
-    for i, p in enumerate(PLANTED):
-        (path / "secrets" / f"{i}.txt").write_text(p.channel_texts()["file"])
-    (path / "config.txt").write_text("\n".join(p.text for p in PLANTED) + "\n")
-    (path / ".env").write_text("".join(f"SECRET_{i}={p.value}\n" for i, p in enumerate(PLANTED) if "\n" not in p.value))
-    env = ["-c", "user.email=t@t", "-c", "user.name=t"]
-    for cmd in (["init", "-q"], ["add", "-A"], [*env, "commit", "-qm", "start"]):
-        subprocess.run(["git", *cmd], cwd=path, check=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
+    files = {"calc.py": CALC, "check.py": CHECK, "config.txt": "\n".join(p.text for p in PLANTED) + "\n",
+             ".env": "".join(f"SECRET_{i}={p.value}\n" for i, p in enumerate(PLANTED) if "\n" not in p.value)}
+    files.update((f"secrets/{i}.txt", p.channel_texts()["file"]) for i, p in enumerate(PLANTED))
+    return calc_repo(path, files)
 
 
 def _call(builder: SessionBuilder, i: int, text: str) -> None:

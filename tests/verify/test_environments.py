@@ -4,10 +4,10 @@ when what decided a task changes (repository search roots), ghost snapshots miss
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from calc_repo import FIX, TESTS, calc_repo
 from conftest import query
 from session_builder import SessionBuilder
 
@@ -19,21 +19,6 @@ from logmine.verify.environment import modes_to_try
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
-CALC = "def add(a, b):\n    return a - b\n"
-TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
-TESTS = "python3 -B -m unittest -q"
-
-
-def _repo(path: Path) -> str:
-    path.mkdir(parents=True)
-    (path / "calc.py").write_text(CALC)
-    (path / "test_calc.py").write_text(TEST_CALC)
-    env = ["-c", "user.email=t@t", "-c", "user.name=t"]
-    for cmd in (["init", "-q"], ["add", "-A"], [*env, "commit", "-qm", "start"]):
-        subprocess.run(["git", *cmd], cwd=path, check=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
 
 
 def _store(tmp_path: Path, builder: SessionBuilder) -> Path:
@@ -63,7 +48,7 @@ def test_modes_in_the_documented_order():
 
 def test_environment_row_per_task_and_mode_on_each_verification(tmp_path):
     repo = tmp_path / "work" / "proj"
-    store = _store(tmp_path, _fix_session(str(repo), _repo(repo)))
+    store = _store(tmp_path, _fix_session(str(repo), calc_repo(repo)))
     verify(VerifyConfig(store=store, env_mode="none"))
     rows = query(store, "SELECT status, env_mode, env_reason FROM verifications")
     assert {r["status"] for r in rows} == {"validated"}
@@ -74,7 +59,7 @@ def test_environment_row_per_task_and_mode_on_each_verification(tmp_path):
 
 def test_search_roots_find_the_clone_and_a_change_retries_not_rebuilt(tmp_path):
     clone = tmp_path / "clones" / "proj"
-    commit = _repo(clone)
+    commit = calc_repo(clone)
     store = _store(tmp_path, _fix_session("/nonexistent/proj", commit))  # the repository moved
     first = verify(VerifyConfig(store=store, env_mode="none"))
     assert first.not_rebuilt and query(store, "SELECT DISTINCT status FROM verifications")[0]["status"] == "not_rebuilt"
@@ -88,7 +73,7 @@ def test_search_roots_find_the_clone_and_a_change_retries_not_rebuilt(tmp_path):
 
 def test_missing_ghost_snapshot_falls_back_to_the_header_commit(tmp_path):
     repo = tmp_path / "work" / "proj"
-    store = _store(tmp_path, _fix_session(str(repo), _repo(repo), ghost="c" * 40))
+    store = _store(tmp_path, _fix_session(str(repo), calc_repo(repo), ghost="c" * 40))
     verify(VerifyConfig(store=store, env_mode="none"))
     rows = query(store, "SELECT status, status_reason FROM verifications")
     assert {r["status"] for r in rows} == {"validated"}

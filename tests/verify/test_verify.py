@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from calc_repo import FIX, TESTS, calc_repo
 from conftest import query
 from session_builder import SessionBuilder
 
@@ -16,24 +16,9 @@ from logmine.segment import SegmentConfig, segment
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
-CALC = "def add(a, b):\n    return a - b\n"
-TEST_CALC = ("import unittest\n\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n"
-             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
-FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
 ADD_MUL = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n     return a + b\n+\n+\n+def mul(a, b):\n"
            "+    return a * b + 1\n*** Add File: test_mul.py\n+import unittest\n+\n+from calc import mul\n+\n+\n"
            "+class M(unittest.TestCase):\n+    def test_mul(self):\n+        self.assertEqual(mul(2, 3), 6)\n*** End Patch\n")
-TESTS = "python3 -B -m unittest -q"
-
-
-def _repo(path: Path) -> str:
-    path.mkdir(parents=True)
-    (path / "calc.py").write_text(CALC)
-    (path / "test_calc.py").write_text(TEST_CALC)
-    env = ["-c", "user.email=t@t", "-c", "user.name=t"]
-    for cmd in (["init", "-q"], ["add", "-A"], [*env, "commit", "-qm", "start"]):
-        subprocess.run(["git", *cmd], cwd=path, check=True)
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True).stdout.strip()
 
 
 def _session(repo: Path, commit: str) -> SessionBuilder:
@@ -60,7 +45,7 @@ def _statuses(store: Path) -> dict[tuple[int, str, str | None], str]:
 
 def test_validated_fails_after_and_passes_at_start(tmp_path):
     repo = tmp_path / "work" / "proj"
-    commit = _repo(repo)
+    commit = calc_repo(repo)
     store, summary = _pipeline(tmp_path, _session(repo, commit))
     statuses = _statuses(store)
     assert statuses[(0, "test_command", None)] == "validated"  # fails at the start, passes after the fix
@@ -81,7 +66,7 @@ def test_repository_not_found_then_mapped(tmp_path):
     from logmine.verify import VerifyConfig, verify
 
     repo = tmp_path / "moved" / "proj"
-    commit = _repo(repo)
+    commit = calc_repo(repo)
     store, summary = _pipeline(tmp_path, _session(Path("/nonexistent/proj"), commit))
     assert summary.rebuilt == 0
     reasons = {r["status_reason"] for r in query(store, "SELECT status_reason FROM verifiers")}
@@ -101,7 +86,7 @@ def test_repository_not_found_then_mapped(tmp_path):
 
 def test_grader_timeout_is_unscored_not_failed(tmp_path):
     repo = tmp_path / "work" / "slow"
-    commit = _repo(repo)
+    commit = calc_repo(repo)
     slow = "python3 -c 'import time; time.sleep(30)' && python3 -m unittest -q"
     builder = (SessionBuilder(cwd=str(repo), commit=commit)
                .user("Fix add").run(slow, 1).patch(FIX).run(slow, 0).agent("Fixed."))
@@ -117,7 +102,7 @@ def test_schema_of_verifications(tmp_path):
     import jsonschema
 
     repo = tmp_path / "work" / "proj"
-    store, _ = _pipeline(tmp_path, _session(repo, _repo(repo)))
+    store, _ = _pipeline(tmp_path, _session(repo, calc_repo(repo)))
     schema = json.loads((Path(__file__).parents[2] / "schemas/verifications.schema.json").read_text())
     rows = query(store, "SELECT * FROM verifications")
     assert rows
@@ -128,7 +113,7 @@ def test_schema_of_verifications(tmp_path):
 def test_changed_test_file_is_graded_in_its_end_of_task_version(tmp_path):
     """The task extends an existing test file: the start state is graded with the extended tests."""
     repo = tmp_path / "work" / "ext"
-    commit = _repo(repo)
+    commit = calc_repo(repo)
     add_test = ("*** Begin Patch\n*** Update File: test_calc.py\n@@\n     def test_add(self):\n"
                 "         self.assertEqual(add(2, 3), 5)\n+\n+    def test_sub(self):\n"
                 "+        from calc import sub\n+        self.assertEqual(sub(3, 1), 2)\n*** End Patch\n")
