@@ -81,6 +81,7 @@ class Store:
         self.problems: list[str] = []
         self.unusable_parts: list[PartProblem] = []  # the same, as records
         self._unusable: set[tuple[str, str]] = set()
+        self._lazy_views: set[str] = set()  # tables with a part whose footer did not read at open
         self._redactor: Redactor | None = None  # made at the first commit (compiling the rules takes time)
         self._lock = self._take_lock(read_only)
         try:
@@ -180,7 +181,7 @@ class Store:
             dead = self._dead_parts()
             for name, path in dead:
                 con.execute("DELETE FROM parts WHERE table_name = ? AND path = ?", [name, path])
-            self._create_views()
+            self._create_views(check_footers=False)  # the parts added now are this store's own
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
@@ -331,7 +332,7 @@ class Store:
         finally:
             cursor.close()
 
-    def _create_views(self, temp: bool = False) -> None:
+    def _create_views(self, temp: bool = False, check_footers: bool = True) -> None:
         con = self.con
         unusable = self._unusable
         kind = "TEMP VIEW" if temp else "VIEW"
@@ -342,8 +343,13 @@ class Store:
             paths += [str(self.root / name / p) for p in names if (name, p) not in unusable]
             listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
             # union_by_name: parts written before a column existed read it as NULL. It reads every
-            # footer now; a part whose footer is broken (found by check_parts) falls back to a lazy view
-            union = ", union_by_name = true" if self._footers_readable(listing) else ""
+            # footer when the view is made; a table with a broken footer (found by check_parts) gets a
+            # lazy view instead. Footers are checked when the store is opened, not at every commit.
+            if check_footers and self._footers_readable(listing):
+                self._lazy_views.discard(name)
+            elif check_footers:
+                self._lazy_views.add(name)
+            union = "" if name in self._lazy_views else ", union_by_name = true"
             con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}]{union}) "
                         f"WHERE {spec.gen_column} IN ({spec.live_gens})")
         for view in VIEWS:
