@@ -22,7 +22,7 @@ from logmine.agent.settings import RolloutSettings, check_rollout_settings, env_
 from logmine.agent.tasks import RlTask, TaskSetError, load_tasks
 from logmine.config import check_positive_ints, config_dict
 from logmine.errors import LogmineError
-from logmine.executor import ExecutorConfig, make_executor
+from logmine.executor import ExecutorConfig, make_executor, paths_unreadable
 from logmine.redact import JsonLines, redact_value, write_text
 
 SAMPLES = "samples.jsonl"
@@ -134,7 +134,7 @@ def _sample_here(config: SampleConfig, todo: list[RlTask], already: int) -> Iter
 def _sample_remote(config: SampleConfig, todo: list[RlTask], executor: ExecutorConfig) -> Iterator[TaskSamples]:
     runner = make_executor(executor)
     try:
-        runner.check_nodes(functools.partial(_inputs_missing, str(config.model), str(config.data)))
+        runner.check_nodes(functools.partial(paths_unreadable, (str(config.model), str(config.data))))
         units = [(config, task, i) for i, task in enumerate(todo)]
         for done in runner.map(_sample_unit, units):
             if done.error is not None:
@@ -162,12 +162,6 @@ def _sample_unit(unit: tuple[SampleConfig, RlTask, int]) -> TaskSamples:
     rollouts = run_rollouts([(task, k) for k in range(config.samples)], engine, policy.fmt, rollout_config(config),
                             env_config(config), policy.max_context)
     return _samples(task, rollouts)
-
-
-def _inputs_missing(model: str, data: str) -> str | None:
-    """A node's check: the model and the task set at the driver's paths."""
-    missing = [p for p in (model, data) if not Path(p).exists()]
-    return None if not missing else f"not found here: {', '.join(missing)}"
 
 
 def _prepare(config: SampleConfig) -> dict[str, TaskSamples]:

@@ -100,6 +100,12 @@ def make_executor(config: ExecutorConfig, *, processes: bool = False, default_jo
     return LocalExecutor(config.jobs or default_jobs, processes=processes, initializer=initializer)
 
 
+def paths_unreadable(paths: tuple[str, ...]) -> str | None:
+    """A node's check (for ``check_nodes``): every path readable here, where the driver sees it."""
+    missing = [p for p in paths if not os.access(p, os.R_OK)]
+    return None if not missing else f"{len(missing)} of {len(paths)} paths are not readable here, e.g. {missing[0]}"
+
+
 def run_placed(fn: Callable[[Any], Any], item: Any, placement: Callable[[], Placement] = here) -> tuple:
     """``fn(item)`` as ``(result, error, placement)``: a unit's error is a result, not a crash."""
     where = placement()

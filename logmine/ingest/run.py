@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from logmine.errors import LogmineError
-from logmine.executor import ExecutorConfig, ExecutorError, make_executor
+from logmine.executor import ExecutorConfig, ExecutorError, make_executor, paths_unreadable
 from logmine.ingest.arrow import spill, table_of, unspill
 from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
@@ -195,19 +195,13 @@ def _read_remote(tasks: list[_Task], executor_config: ExecutorConfig) -> Iterato
     executor = make_executor(executor_config)
     try:
         sample = tuple(sorted({str(t.path) for t in tasks})[:32])
-        executor.check_nodes(functools.partial(inputs_missing, sample))
+        executor.check_nodes(functools.partial(paths_unreadable, sample))
         for done in executor.map(_read_one, tasks, ordered=True):
             if done.error is not None:
                 raise ExecutorError(f"reading {tasks[done.index].path} failed on {done.placement}: {done.error}")
             yield done.result
     finally:
         executor.close()
-
-
-def inputs_missing(paths: tuple[str, ...]) -> str | None:
-    """A node's check: every input must be readable at the same path as on the driver."""
-    missing = [p for p in paths if not os.access(p, os.R_OK)]
-    return None if not missing else f"{len(missing)} input files are not readable here, e.g. {missing[0]}"
 
 
 def _account(summary: IngestSummary, outcome: _Outcome) -> None:

@@ -49,7 +49,7 @@ def test_a_node_without_the_inputs_is_named(ray_cluster, tmp_path):
     script.write_text(DRIVER.replace("paths = tuple(Path(p) for p in sys.argv[2:])",
                                      "paths = tuple(Path(p) for p in sys.argv[2:])\n"
                                      "import logmine.ingest.run as r\n"
-                                     "r.inputs_missing = lambda sample: 'inputs are not mounted here'"))
+                                     "r.paths_unreadable = lambda sample: 'inputs are not mounted here'"))
     done = ray_cluster.run([sys.executable, str(script), str(tmp_path / "ray"),
                             str(Path(FIXTURES / "codex-generated"))], timeout=300)
     assert done.returncode != 0 and "ExecutorError: node 127.0.0.1/" in done.stderr
