@@ -32,6 +32,7 @@ __all__ = [
     "SandboxError",
     "Shell",
     "available_backends",
+    "backend_unavailable",
     "open_sandbox",
 ]
 
@@ -69,7 +70,14 @@ def open_sandbox(
     raise ValueError(f"unknown sandbox backend {backend!r}; expected one of {', '.join(BACKENDS)}")
 
 
+def backend_unavailable(backend: str) -> str | None:
+    """Why sandboxes of ``backend`` cannot open on this machine, or None (a node check of verify's)."""
+    if backend == "bwrap":
+        reason = probe()
+        return None if reason is None else f"the bwrap sandbox cannot run: {reason}"
+    return None if engine_available(backend) else f"no {backend} engine is reachable"
+
+
 def available_backends() -> list[str]:
     """The backends that can run on this machine, in order of preference."""
-    found = ["bwrap"] if probe() is None else []
-    return found + [engine for engine in ENGINES if engine_available(engine)]
+    return [backend for backend in BACKENDS if backend_unavailable(backend) is None]

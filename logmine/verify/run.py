@@ -22,7 +22,7 @@ import pyarrow as pa
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, Placement, make_executor
 from logmine.pipeline import load_pipeline
-from logmine.sandbox import Limits
+from logmine.sandbox import Limits, backend_unavailable
 from logmine.segment.records import NoTasks, load_task, read_tasks
 from logmine.store import CATALOG, DEFAULT_STORE, Store
 from logmine.verify.environment import modes_to_try
@@ -128,7 +128,7 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
         executor = make_executor(config.executor, default_jobs=max(1, config.jobs))
         try:
             if items:
-                executor.check_nodes(functools.partial(sandbox_missing, config.backend))
+                executor.check_nodes(functools.partial(backend_unavailable, config.backend))
             for count, done in enumerate(executor.map(functools.partial(_verify_unit, options), items), 1):
                 if done.error is not None:
                     raise done.error
@@ -160,17 +160,6 @@ def _account(summary: VerifySummary, outcome: TaskOutcome, kinds: dict[str, str]
 def _verify_unit(options: VerifyOptions, item) -> TaskOutcome:
     """One unit of work for the executor (a module-level function, so Ray can ship it by name)."""
     return verify_task(item, options)
-
-
-def sandbox_missing(backend: str) -> str | None:
-    """A node's check: can this node open sandboxes of ``backend``? None, or why not."""
-    from logmine.sandbox.bwrap import probe
-    from logmine.sandbox.container import engine_available
-
-    if backend == "bwrap":
-        reason = probe()
-        return None if reason is None else f"the bwrap sandbox cannot run: {reason}"
-    return None if engine_available(backend) else f"no {backend} engine is reachable"
 
 
 def _commit(store: Store, pending: list[tuple[TaskOutcome, int, Placement | None]], inputs: str) -> None:
