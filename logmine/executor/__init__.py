@@ -71,10 +71,6 @@ class Executor(Protocol):
         """Run ``fn`` on every item; yield a :class:`Done` per item (in input order when ``ordered``)."""
         ...
 
-    def nodes(self) -> list[str]:
-        """The nodes units may run on."""
-        ...
-
     def check_nodes(self, probe: Callable[[], str | None]) -> dict[str, str]:
         """Run ``probe`` on every node; raise :class:`ExecutorError` naming the first node it fails on."""
         ...

@@ -51,9 +51,6 @@ class LocalExecutor:
             for future in as_completed(futures):
                 yield _done(futures[future], future.result())
 
-    def nodes(self) -> list[str]:
-        return [here().node]
-
     def check_nodes(self, probe: Callable[[], str | None]) -> dict[str, str]:
         """Run ``probe`` here (None: fine, else the reason, raised as :class:`ExecutorError`)."""
         reason = probe()

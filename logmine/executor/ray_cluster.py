@@ -99,9 +99,6 @@ class RayExecutor:
             return Done(index=index, error=ExecutorError(f"ray task failed: {str(exc).splitlines()[0]}"))
         return Done(index=index, result=result, error=error, placement=placement)
 
-    def nodes(self) -> list[str]:
-        return [n["NodeID"] for n in self._ray.nodes() if n.get("Alive")]
-
     def check_nodes(self, probe: Callable[[], str | None]) -> dict[str, str]:
         """Run ``probe`` on every alive node (None: fine, else a reason); raise naming the first bad node."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
