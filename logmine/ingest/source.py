@@ -165,12 +165,14 @@ class _JsonlReader:
         state = self.mapper.state
         read_so_far = state.line_no
         texts: list[str | UnicodeDecodeError] = []
+        valid: list[bytes] = []
         for data in batch.data:
             try:
                 texts.append(data.decode("utf-8"))
+                valid.append(data)
             except UnicodeDecodeError as exc:
                 texts.append(exc)
-        cleans = iter(self.redactor.redact_jsonl([t for t in texts if isinstance(t, str)]))
+        cleans = iter(self.redactor.redact_jsonl([t for t in texts if isinstance(t, str)], valid))
         for line_no, offset, data, text in zip(batch.numbers, batch.offsets, batch.data, texts):
             state.line_no = line_no  # rows and quarantine entries name their own line
             if isinstance(text, str):

@@ -2,7 +2,7 @@
 
 The forkserver imports this module before it forks the first worker (``set_forkserver_preload``),
 so every worker starts with ingest imported, the redaction rules compiled, and pyarrow's one look
-for pandas done (:mod:`logmine.ingest.arrow`), instead of each paying for them again.
+for pandas done (:mod:`logmine.store.rows`), instead of each paying for them again.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ from collections import Counter
 from collections.abc import Callable
 
 from logmine.redact.patterns import replace_spans
+from logmine.redact.prefilter import long_runs
 
 _RUN = r"[A-Za-z0-9+/_-]{16,}={0,2}"
 _SEP = r"(?:\\+[nr]|\r?\n)+"
 _BLOCK = re.compile(r"(?:(?<![A-Za-z0-9+/_\\-])|(?<=\\[nrt]))(?=[A-Za-z0-9+/_-]{64})" + _RUN
                     + rf"(?:{_SEP}(?:{_RUN}|[A-Za-z0-9+/_-]{{2,15}}={{1,2}}))*", re.ASCII)
 _SEPARATORS = re.compile(_SEP)
-_RUN_OF = re.compile(r"[A-Za-z0-9+/_-]+")  # a maximal run of base64 characters
 _FERNET = "gAAAAA"  # encrypted reasoning: ciphertext, never a readable secret
 _PRINTABLE = bytes([*range(32, 127), 9, 10, 13])
 
@@ -64,10 +64,7 @@ def _blocks(text: str):
     into it when the run follows a ``\\n``/``\\r``/``\\t`` escape. Trying it at every character
     of a long line costs more than the rest of the base64 check."""
     end = 0
-    for run in _RUN_OF.finditer(text):
-        first, last = run.span()
-        if last - first < 64:
-            continue
+    for first, last in _long_runs(text):
         if first and text[first - 1] == "\\":
             if text[first] not in "nrt":
                 continue
@@ -75,3 +72,17 @@ def _blocks(text: str):
         if first >= end and last - first >= 64 and (m := _BLOCK.match(text, first)):
             yield m
             end = m.end()
+
+
+def _long_runs(text: str):
+    """(start, end) of the maximal base64 runs of 64 characters or more, found in the text's UTF-8
+    bytes; a run is ASCII, so only its start needs converting from bytes to characters."""
+    if text.isascii():
+        yield from long_runs(text.encode("ascii"))
+        return
+    data = text.encode("utf-8", "surrogatepass")
+    byte, char = 0, 0
+    for start, end in long_runs(data):
+        char += len(data[byte:start].decode("utf-8", "surrogatepass"))
+        byte = start
+        yield char, char + end - start

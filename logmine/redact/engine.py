@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 import orjson
@@ -25,6 +25,7 @@ from logmine.redact.patterns import (
     ENV_RULE,
     JSON_PAIRS,
     JSON_PAIRS_PREFILTER,
+    KEY_WORDS,
     LATE_RULES,
     MARK,
     OPAQUE,
@@ -36,6 +37,7 @@ from logmine.redact.patterns import (
     replace_spans,
     secret_key_kind,
 )
+from logmine.redact.prefilter import mask_opaque
 
 _STRUCTURED = Rule("structured-keys", "", None, STRUCTURED_KEYWORDS, late=True)
 
@@ -143,22 +145,56 @@ def _json_safe(text: str, s: int, e: int, multiline: bool) -> tuple[int, int]:
 def matches(rule: Rule, text: str) -> Iterator[re.Match]:
     """``rule.regex.finditer(text)``; for a rule whose every match opens with one of
     :attr:`~logmine.redact.gitleaks.Rule.starts`, the regex is tried only where one of them begins
-    (found with ``str.find`` on the lower-cased text: several times faster on long lines). The
-    matches are finditer's: the leftmost match at or after the end of the previous one."""
-    if not rule.starts or not text.isascii():  # lower-casing keeps offsets for ASCII text only
+    (found with ``str.find`` on the lower-cased text: several times faster on long lines)."""
+    low = text.lower() if rule.starts else None
+    if low is None or len(low) != len(text):  # only U+0130 lower-cases to two characters
         yield from rule.regex.finditer(text)
         return
-    low, at = text.lower(), []
-    for word in rule.starts:
+    yield from tried_at(rule.regex, text, occurrences(low, rule.starts))
+
+
+def occurrences(low: str, words: Sequence[str]) -> list[int]:
+    """Where each of ``words`` begins in ``low``, overlaps included."""
+    at = []
+    for word in words:
         i = low.find(word)
         while i != -1:
             at.append(i)
             i = low.find(word, i + 1)
+    return at
+
+
+def tried_at(regex: re.Pattern, text: str, starts: Iterable[int]) -> Iterator[re.Match]:
+    """``regex.finditer(text)`` when every match can only begin at one of ``starts``: the leftmost
+    match at or after the end of the previous one, trying the regex at those positions only."""
     end = 0
-    for start in sorted(set(at)):
-        if start >= end and (m := rule.regex.match(text, start)):
+    for start in sorted(set(starts)):
+        if start >= end and (m := regex.match(text, start)):
             yield m
             end = max(m.end(), start + 1)
+
+
+def pair_starts(text: str, keys: list[int], form: int) -> list[int]:
+    """Where a match of ``JSON_PAIRS[form]`` can begin, given where the key words begin (``keys``):
+    at its opening delimiter, which lies at most 41 characters before a key word (a key has up to
+    40 characters before its word). Forms: 0 ``"key"``, 1 ``\\"key\\"``, 2 ``\\\\\\"key…`` (a run of
+    3 or more backslashes, from its first), 3 ``'key'``."""
+    quote, out = "'" if form == 3 else '"', []
+    for key in keys:
+        q = text.find(quote, max(0, key - 41), key)
+        while q != -1:
+            if form in (0, 3):
+                out.append(q)
+            elif form == 1 and q and text[q - 1] == "\\":
+                out.append(q - 1)
+            elif form == 2:
+                run = q
+                while run and text[run - 1] == "\\":
+                    run -= 1
+                if q - run >= 3:
+                    out.append(run)
+            q = text.find(quote, q + 1, key)
+    return out
 
 
 # ---------------------------------------------------------------- the redactor
@@ -194,7 +230,7 @@ class Redactor:
         ``found``: the prefilter's rules for ``line``, when the caller has them already.
         """
         if found is None:
-            found = self._rules.prefilter.rules_in(line)
+            found = self._rules.prefilter.rules_by_text([line], opaque=True).get(0)
             if not found:
                 return line
         blobs: list[str] = []
@@ -216,11 +252,17 @@ class Redactor:
         self.counts.update(counts)
         return out
 
-    def redact_jsonl(self, lines: Sequence[str]) -> list[str]:
+    def redact_jsonl(self, lines: Sequence[str], raw: Sequence[bytes] | None = None) -> list[str]:
         """Many JSON documents (JSONL lines, no newline in any) redacted as :meth:`redact_json_line`
-        does, with one prefilter call for all of them: the fast path for a chunk of a log."""
+        does, with one prefilter call for all of them: the fast path for a chunk of a log.
+        ``raw``: the same lines as UTF-8 bytes, when the caller has them (saves encoding them)."""
         out = list(lines)
-        for i, found in self._rules.prefilter.rules_by_text(lines).items():
+        prefilter = self._rules.prefilter
+        if raw is not None and hasattr(prefilter, "rules_by_data"):
+            by_line = prefilter.rules_by_data([mask_opaque(data) for data in raw])
+        else:
+            by_line = prefilter.rules_by_text(lines, opaque=True)
+        for i, found in by_line.items():
             out[i] = self.redact_json_line(lines[i], found)
         return out
 
@@ -229,7 +271,7 @@ class Redactor:
         ``json``: each is a JSON document's text (:meth:`redact_json_line`), else plain text."""
         out = list(texts)
         present = [i for i, t in enumerate(texts) if t]
-        found_for = self._rules.prefilter.rules_by_text([texts[i] for i in present])
+        found_for = self._rules.prefilter.rules_by_text([texts[i] for i in present], opaque=json)
         for k, found in found_for.items():
             i = present[k]
             out[i] = self.redact_json_line(texts[i], found) if json else self._plain(texts[i], found)
@@ -307,9 +349,18 @@ class Redactor:
         return not any(a.allows(secret, text, start, end) for a in (*self._rules.allow, *rule.allow))
 
     def _structured(self, text: str, counts: Counter) -> str:
-        for pairs in JSON_PAIRS:
+        """Values under secret-naming keys (:data:`JSON_PAIRS`), each form tried only at the
+        delimiters just before a key word: trying it at every quote of a long line cost more than
+        all other rules together."""
+        seen, keys = None, []
+        for form, pairs in enumerate(JSON_PAIRS):
             key, value = (2, 3) if pairs.groups == 3 else (1, 2)
-            finds = [(m.start(value), m.end(value), kind) for m in pairs.finditer(text)
+            if text is not seen:  # the first form, or a replacement changed the text
+                seen, low = text, text.lower()
+                keys = occurrences(low, KEY_WORDS) if len(low) == len(text) else None
+            found = (pairs.finditer(text) if keys is None
+                     else tried_at(pairs, text, pair_starts(text, keys, form)))
+            finds = [(m.start(value), m.end(value), kind) for m in found
                      if (kind := secret_key_kind(m[key])) and keyed_value(m[value])]
             text = replace_spans(text, finds, counts)
         return text
