@@ -21,11 +21,10 @@ import orjson
 
 from logmine.errors import LogmineError
 from logmine.ingest.injected import injected_kind
-from logmine.ingest.records import empty_event
+from logmine.ingest.records import EventRows
 from logmine.ingest.tools import duration_seconds, output_text, parse_output, patch_input, shell_call
 from logmine.patch import PatchError, parse_patch
 
-_EMPTY_EVENT = empty_event()
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -72,7 +71,7 @@ class SessionMapper:
     source_path: str
     state: FileState
     file_gen: int
-    events: list[dict] = field(default_factory=list)
+    events: EventRows = field(default_factory=EventRows)
     sessions: list[dict] = field(default_factory=list)
 
     # -- entry points, one per on-disk generation ---------------------------------------------
@@ -152,8 +151,7 @@ class SessionMapper:
         self.state.meta_seen = True
         sid = sid or self.state.session_id
         self.state.session_id = sid
-        for event in self.events:  # events before the header (rare) get the id too
-            event["session_id"] = event["session_id"] or sid
+        self.events.set_missing("session_id", sid)  # events before the header (rare) get the id too
         source, parent = _source(p.get("source"))
         git = p.get("git") if isinstance(p.get("git"), dict) else {}
         base = p.get("base_instructions")
@@ -309,17 +307,12 @@ class SessionMapper:
 
     def _emit(self, ctx: _Ctx, kind: str, record_type: str, **fields) -> None:
         state = self.state
-        row = _EMPTY_EVENT.copy()  # every column, None where not set (copied: 3x faster than built)
-        row["session_id"], row["seq"], row["turn_id"] = state.session_id, state.seq, state.turn_id
-        row["line_no"], row["byte_offset"], row["ts"], row["raw"] = ctx.line_no, ctx.offset, ctx.ts, ctx.raw
-        row["kind"], row["record_type"], row["format"] = kind, record_type, state.format
-        row["source_path"], row["file_gen"] = self.source_path, self.file_gen
-        row.update(fields)
-        if row["is_injected"] is None:
-            row["is_injected"] = False
+        if fields.get("is_injected", False) is None:
+            fields["is_injected"] = False
+        self.events.append((state.session_id, state.seq, ctx.line_no, ctx.offset, ctx.ts, state.turn_id, kind,
+                            record_type, self.source_path, state.format, ctx.raw, self.file_gen, False), fields)
         state.seq += 1
         ctx.raw = None  # a line's raw text is stored once, on its first event
-        self.events.append(row)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from dataclasses import astuple, dataclass
 
 import pyarrow as pa
 
+from logmine.store.rows import table_of_columns
 from logmine.store.tables import EVENTS, QUARANTINE, SESSIONS
 
 #: Event kinds. The first eleven are the canonical ones; ``session_meta`` marks the header line
@@ -64,3 +65,68 @@ def empty_event(**fields) -> dict:
     row = dict.fromkeys(EVENT_COLUMNS)
     row.update(fields)
     return row
+
+
+class EventRows:
+    """A file's events, column by column: the columns every event sets (:data:`DENSE`) as one tuple
+    per event, and each other column as (row, value) pairs for the rows that set it.
+
+    Most of an event's 29 columns are null; building a dict per event and reading every column back
+    out of every dict cost a fifth of ingest. :meth:`table` makes the Arrow table directly.
+    """
+
+    DENSE = ("session_id", "seq", "line_no", "byte_offset", "ts", "turn_id", "kind", "record_type",
+             "source_path", "format", "raw", "file_gen", "is_injected")
+    _AT = {name: i for i, name in enumerate(DENSE)}
+
+    def __init__(self) -> None:
+        self.rows: list[tuple] = []
+        self.sparse: dict[str, list[tuple[int, object]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def append(self, values: tuple, fields: dict) -> None:
+        """One event: ``values`` in :data:`DENSE` order, and other columns in ``fields`` (a dense
+        column named there overrides its value in ``values``; None is the default of the rest)."""
+        row = len(self.rows)
+        for name, value in fields.items():
+            if (at := self._AT.get(name)) is not None:
+                values = (*values[:at], value, *values[at + 1:])
+            elif value is not None:
+                self.sparse.setdefault(name, []).append((row, value))
+        self.rows.append(values)
+
+    def set_missing(self, name: str, value) -> None:
+        """Give ``value`` to every event whose dense column ``name`` is empty."""
+        at = self._AT[name]
+        self.rows = [row if row[at] else (*row[:at], value, *row[at + 1:]) for row in self.rows]
+
+    def first(self, name: str):
+        """The first non-null value of the dense column ``name``, else None."""
+        at = self._AT[name]
+        return next((row[at] for row in self.rows if row[at] is not None), None)
+
+    def truncate(self, rows: int) -> None:
+        """Drop the events from row ``rows`` on (a line that turned out malformed)."""
+        del self.rows[rows:]
+        for name, pairs in list(self.sparse.items()):
+            kept = [pair for pair in pairs if pair[0] < rows]
+            if kept:
+                self.sparse[name] = kept
+            else:
+                del self.sparse[name]
+
+    def table(self) -> pa.Table:
+        """The events as a table of the ``events`` schema."""
+        dense = dict(zip(self.DENSE, zip(*self.rows))) if self.rows else {}
+        columns = []
+        for name in EVENTS.names:
+            if name in self._AT:
+                columns.append(dense.get(name, ()))
+                continue
+            values = [None] * len(self.rows)
+            for row, value in self.sparse.get(name, ()):
+                values[row] = value
+            columns.append(values)
+        return table_of_columns(columns, EVENTS)

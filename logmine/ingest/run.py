@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import tempfile
 import time
@@ -23,7 +24,7 @@ from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.redact import Redactor
-from logmine.store import DEFAULT_STORE, Store
+from logmine.store import CATALOG, DEFAULT_STORE, Store
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
@@ -89,6 +90,9 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     summary = IngestSummary(files_seen=len(files) + len(bad_paths))
     stats = {str(p): _stat(p) for p in files}
     sizes = {path: st[0] for path, st in stats.items()}
+    if (config.executor.kind == "local" and config.jobs > 1 and sum(sizes.values()) >= PARALLEL_MIN_BYTES
+            and not (config.store / CATALOG).exists()):
+        _forkserver()  # a new store: every file is to be read; the server starts while the store opens
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         originals = _Originals(known)
@@ -151,8 +155,10 @@ def _read_one(task: _Task) -> _Outcome:
 
 
 def _outcome(result: FileResult, redactions: Counter) -> _Outcome:
-    rows = {"events": result.events, "sessions": result.sessions, "quarantine": result.quarantine}
+    rows = {"sessions": result.sessions, "quarantine": result.quarantine}
     tables = {name: table_of(r, TABLES[name]) for name, r in rows.items() if r}
+    if result.events:
+        tables["events"] = result.events.table()
     reasons = Counter(q["reason"].split(":")[0] for q in result.quarantine)
     return _Outcome(result.record, result.change, tables, result.bytes_read, Counter(redactions), reasons)
 
@@ -176,10 +182,35 @@ def _read_all(tasks: list[_Task], config: IngestConfig, total_bytes: int) -> Ite
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
     """Worker processes forked from a forkserver: they never inherit the parent's DuckDB/Arrow
-    threads, and preloading :mod:`logmine.ingest.worker` there keeps their start-up cheap."""
+    threads, and preloading :mod:`logmine.ingest.worker` there keeps their start-up cheap. Each
+    worker dies with the forkserver, which dies with this process."""
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=_forkserver(), initializer=_worker_start)
+
+
+def _worker_start() -> None:
+    from logmine.ingest.worker import die_with_parent  # preloaded in the forkserver: no import cost
+
+    die_with_parent()  # the parent is the forkserver
+
+
+def _forkserver() -> multiprocessing.context.BaseContext:
+    """The forkserver context, its server started: the server imports ingest and compiles the rules
+    (a third of a second) while this process goes on, and forks every worker from there."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["logmine.ingest.worker"])  # the rules, compiled once for all workers
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    before = os.environ.get(PARENT_ENV)
+    os.environ[PARENT_ENV] = str(os.getpid())  # a server started now dies with this process (worker.py)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        if before is None:
+            del os.environ[PARENT_ENV]
+        else:
+            os.environ[PARENT_ENV] = before
+    return context
+
+
+PARENT_ENV = "LOGMINE_INGEST_DRIVER"  # the pid of the ingest that started a forkserver
 
 
 GROUP_MIN_BYTES = 2 << 20  # files are handed to workers in groups of about this many bytes or more

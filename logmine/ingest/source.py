@@ -27,7 +27,7 @@ import xxhash
 
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
 from logmine.ingest.reader import ContentStream, iter_lines, open_content
-from logmine.ingest.records import EXCERPT_CHARS, FileRecord
+from logmine.ingest.records import EXCERPT_CHARS, EventRows, FileRecord
 from logmine.redact import Redactor
 
 MAX_G0_BYTES = 1 << 30
@@ -45,7 +45,7 @@ class FileResult:
 
     record: FileRecord
     change: str  # new | grown | rewritten | unchanged | bad
-    events: list[dict] = field(default_factory=list)
+    events: EventRows = field(default_factory=EventRows)
     sessions: list[dict] = field(default_factory=list)
     quarantine: list[dict] = field(default_factory=list)
     bytes_read: int = 0
@@ -128,6 +128,7 @@ class _JsonlReader:
 
     def __init__(self, source: str, state: FileState, gen: int, redactor: Redactor, max_line: int):
         self.mapper = SessionMapper(source, state, gen)
+        self.map_line = None  # the mapper's method for the file's format, once the format is known
         self.redactor = redactor
         self.max_line = max_line
         self.quarantine: list[dict] = []
@@ -196,11 +197,14 @@ class _JsonlReader:
         mapper, state = self.mapper, self.mapper.state
         if state.format is None:
             state.format = detect_format(self.mapper.source_path, obj)
+        if self.map_line is None:
+            self.map_line = getattr(mapper, f"{state.format}_line")
         mark = (len(mapper.events), len(mapper.sessions), state.seq, state.meta_seen)
         try:
-            getattr(mapper, f"{state.format}_line")(obj, state.line_no, offset, clean)
+            self.map_line(obj, state.line_no, offset, clean)
         except (RecordShapeError, TypeError, AttributeError, ValueError, KeyError) as exc:
-            del mapper.events[mark[0]:], mapper.sessions[mark[1]:]
+            mapper.events.truncate(mark[0])
+            del mapper.sessions[mark[1]:]
             state.seq, state.meta_seen = mark[2], mark[3]
             self._quarantine(offset, f"unexpected record shape: {exc}", clean)
 
@@ -271,7 +275,7 @@ def _headerless_session(mapper: SessionMapper) -> None:
     """A file that never had its session_meta line (truncated at the start) still gets a session."""
     state = mapper.state
     state.meta_seen = True
-    first_ts = next((e["ts"] for e in mapper.events if e["ts"] is not None), None)
+    first_ts = mapper.events.first("ts")
     mapper.sessions.append({"session_id": state.session_id, "source_path": mapper.source_path,
                             "format": state.format, "started_at": first_ts, "file_gen": mapper.file_gen})
 

@@ -1,10 +1,12 @@
 """The shortcuts that make ingest fast give what the plain way gives.
 
 Each fast path is checked against the slow one it replaces: redacting a chunk of lines against
-redacting each line alone, a rule tried only where its keyword starts against ``finditer``, the
-base64 block search against its regex, column-built Arrow tables against ``from_pylist``, worker
-processes that hand their tables over in files against reading in-process, the cached Hyperscan
-database against a fresh compile. Secrets are generated when the test runs.
+redacting each line alone, one prefilter scan of joined lines against a scan of each line, a rule
+tried only where its keyword starts against ``finditer`` (structured keys too), the base64 block
+search against its regex, encrypted reasoning cut out by ``find`` against its regex, column-built
+Arrow tables against ``from_pylist`` (events kept as columns too), worker processes that hand
+their tables over in files, grouped, against reading in-process, the cached Hyperscan database
+against a fresh compile. Secrets are generated when the test runs.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from redact.planted import planted
 import logmine.ingest.run as run
 from logmine.ingest import IngestConfig, ingest
 from logmine.ingest.arrow import spill, table_of, unspill
+from logmine.ingest.records import EventRows
 from logmine.redact import Redactor, encoded
 from logmine.redact.engine import matches, ruleset
+from logmine.redact.patterns import JSON_PAIRS, OPAQUE, keyed_value, replace_spans, secret_key_kind
+from logmine.redact.prefilter import mask_opaque
 from logmine.store.tables import EVENTS, SESSIONS
 
 PLANTED = planted()
@@ -62,10 +67,56 @@ def test_a_rule_tried_where_its_keywords_start_finds_what_finditer_finds():
     rnd = random.Random(14)
     pieces = ["api_key", "Auth", "TOKEN", "secret", "passwd", "password", "creds", "= ", ": ", '\\"', '"',
               "x9", "abc123DEF456ghi789", " ", ".", "-", "\\n", "key=", "Api"]
-    texts = [line for line in _log_lines() if line.isascii()]
+    texts = _log_lines() + ["é api_key=abc123DEF456ghi789", "İ token: abc123DEF456ghi789x"]  # İ lower-cases to 2
+    pieces.append("é")
     texts += ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 60))) for _ in range(3000)]
     for text in texts:
         assert [m.span() for m in matches(rule, text)] == [m.span() for m in rule.regex.finditer(text)], text
+
+
+def test_structured_keys_tried_before_their_key_words_find_what_finditer_finds():
+    rnd = random.Random(5)
+    quotes = ['"', "'", '\\"', '\\\\\\"', '\\\\\\\\\\"']  # ", ', \", \\\", \\\\\"
+    keys = ["db_password", "api_key", "Token", "x_pwd", "A" * 39 + "key", "B" * 41 + "secret", "my.secret-key", "é_key"]
+    noise = ["x", "é", " ", ":", ",", "{", "\\", "İ"]
+
+    def text() -> str:
+        out = []
+        for _ in range(rnd.randint(1, 4)):
+            q, r = rnd.choice(quotes), rnd.choice(quotes)
+            out.append(rnd.choice(noise) + f"{q}{rnd.choice(keys)}{rnd.choice([q, r])}{rnd.choice([': ', ':', ' : '])}"
+                       f"{q}{rnd.choice(['s3cr3tValue99', 'hunter2', '', '${X}'])}{rnd.choice([q, r])}")
+        return "".join(out)
+
+    texts = _log_lines() + [text() for _ in range(3000)]
+    fast, slow = Redactor(), Redactor()
+    for text in texts:
+        expected = text
+        for pairs in JSON_PAIRS:  # what _structured did before: finditer over the whole text
+            key, value = (2, 3) if pairs.groups == 3 else (1, 2)
+            expected = replace_spans(expected, [(m.start(value), m.end(value), kind) for m in pairs.finditer(expected)
+                                                if (kind := secret_key_kind(m[key])) and keyed_value(m[value])],
+                                     slow.counts)
+        assert fast._structured(text, fast.counts) == expected, text
+    assert fast.counts == slow.counts and sum(slow.counts.values()) > 100
+
+
+def test_one_scan_of_joined_lines_flags_every_rule_a_line_alone_flags():
+    prefilter = ruleset().prefilter
+    lines = [line.encode() for line in _log_lines()]
+    lines += [b"curl -u admin:hunter2secret", b"oc login --token=sha256~" + b"a" * 43]  # rules ending in \Z
+    together = prefilter.rules_by_data(lines)
+    for i, line in enumerate(lines):
+        alone = prefilter.rules_by_data([line]).get(0, frozenset())
+        assert alone <= together.get(i, frozenset()), line
+
+
+def test_encrypted_reasoning_is_cut_out_as_its_regex_cuts_it():
+    lines = [line for path in sorted(FIXTURES.rglob("*.jsonl")) for line in path.read_text().splitlines()]
+    lines += ['{"encrypted_content" : "gAAAA1", "x": {"encrypted_content":"gAAAA2"}}', '{"encrypted_content":"a\\\\b"}']
+    assert sum('"encrypted_content"' in line for line in lines) > 10
+    for line in lines:
+        assert mask_opaque(line.encode()) == OPAQUE.sub(lambda m: m[1] + m[3], line).encode(), line
 
 
 def test_base64_blocks_are_found_where_the_block_regex_finds_them():
@@ -76,7 +127,7 @@ def test_base64_blocks_are_found_where_the_block_regex_finds_them():
         parts = [rnd.choice(["", " ", "\\n", "\\\\n", "\\t", "\n", "=", '"', "\\"])]
         for _ in range(rnd.randint(1, 4)):
             parts.append("".join(rnd.choice(alphabet) for _ in range(rnd.randint(10, 150))))
-            parts.append(rnd.choice(["\\n", "\n", "\\r\\n", " ", "==", "\\", "x\\n"]))
+            parts.append(rnd.choice(["\\n", "\n", "\\r\\n", " ", "==", "\\", "x\\n", "é", "日本"]))
         texts.append("".join(parts))
     for text in texts:
         assert [m.span() for m in encoded._blocks(text)] == [m.span() for m in encoded._BLOCK.finditer(text)], text
@@ -87,6 +138,23 @@ def test_tables_built_by_column_equal_from_pylist():
     assert table_of(rows, EVENTS).equals(pa.Table.from_pylist(rows, schema=EVENTS))
     sessions = [{"session_id": "s", "file_gen": 1}]  # a headerless file's session names five columns
     assert table_of(sessions, SESSIONS).equals(pa.Table.from_pylist(sessions, schema=SESSIONS))
+
+
+def test_events_kept_as_columns_make_the_table_rows_make():
+    rnd = random.Random(3)
+    events, rows = EventRows(), []
+    for seq in range(500):
+        fields = {name: rnd.choice([None, "é" * seq, f"v{seq}"]) for name in ("role", "text", "command", "session_id")
+                  if rnd.random() < 0.4}
+        if rnd.random() < 0.2:
+            fields["exit_code"] = rnd.choice([0, 1, None])
+        dense = (None if seq % 7 else "s", seq, seq, seq * 10, None, "t", "tool_call", "rt", "p", "g2", "{}", 1, False)
+        events.append(dense, dict(fields))
+        rows.append({**dict(zip(EventRows.DENSE, dense)), **fields})
+    events.set_missing("session_id", "sid")
+    rows = [{**row, "session_id": row["session_id"] or "sid"} for row in rows]
+    events.truncate(450)
+    assert events.table().equals(table_of(rows[:450], EVENTS)) and events.first("seq") == 0
 
 
 def test_spilled_tables_come_back_whole(tmp_path):
@@ -108,6 +176,7 @@ def test_ingest_imports_no_pandas(tmp_path):
 def parallel_always(monkeypatch):
     monkeypatch.setattr(run, "PARALLEL_MIN_BYTES", 0)  # a small corpus goes to worker processes too
     monkeypatch.setattr(run, "SPILL_BYTES", 0)  # and every table they make reaches the driver in a file
+    monkeypatch.setattr(run, "GROUP_MIN_BYTES", 1)  # in groups of a few files each
 
 
 def test_worker_processes_store_what_one_process_stores(tmp_path, parallel_always):

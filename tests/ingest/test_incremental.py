@@ -92,14 +92,49 @@ def test_kill_9_then_rerun_equals_a_clean_run(tmp_path):
     expected = _events(clean), query(clean, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
     store = tmp_path / "store"
     cmd = [sys.executable, "-m", "logmine", "ingest", str(corpus), "--store", str(store), "--batch-mb", "1", "-q"]
+    left = []  # the killed runs' forkservers and workers
     for delay in (0.5, 1.0, 1.5, 2.0, 3.0):
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(delay)
+        left += _descendants(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+    deadline = time.monotonic() + 15
+    while [pid for pid in left if _running(pid)] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left and not [pid for pid in left if _running(pid)]  # none outlives its ingest
     subprocess.run(cmd, check=True, capture_output=True)
     got = _events(store), query(store, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
     assert got == expected
     assert not [p for p in store.rglob("*.tmp")]
     registered = {r["path"] for r in query(store, "SELECT path FROM parts")}
     assert set(_parts(store)) == registered  # no orphan part left behind
+
+
+def _descendants(root: int) -> list[int]:
+    """The pids of ``root``'s children, their children, and so on (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        try:
+            children.setdefault(_stat(int(entry.name))[1], []).append(int(entry.name))
+        except (ValueError, OSError):
+            continue
+    found, todo = [], [root]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found += kids
+        todo += kids
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return _stat(pid)[0] != "Z"
+    except OSError:
+        return False
+
+
+def _stat(pid: int) -> tuple[str, int]:
+    """(state, parent pid) of a process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return fields[0], int(fields[1])
