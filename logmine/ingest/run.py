@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import multiprocessing
-import multiprocessing.forkserver
 import os
 import tempfile
 import time
@@ -18,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from logmine.errors import LogmineError
-from logmine.executor import ExecutorConfig, ExecutorError, make_executor, paths_unreadable
+from logmine.executor import ExecutorConfig, ExecutorError, forkserver, make_executor, paths_unreadable
 from logmine.ingest.arrow import spill, table_of, unspill
 from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
@@ -92,7 +90,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     sizes = {path: st[0] for path, st in stats.items()}
     if (config.executor.kind == "local" and config.jobs > 1 and sum(sizes.values()) >= PARALLEL_MIN_BYTES
             and not (config.store / CATALOG).exists()):
-        _forkserver()  # a new store: every file is to be read; the server starts while the store opens
+        forkserver.start(WORKER_PRELOAD)  # a new store: every file is to be read; it starts while the store opens
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         originals = _Originals(known)
@@ -184,33 +182,11 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
     """Worker processes forked from a forkserver: they never inherit the parent's DuckDB/Arrow
     threads, and preloading :mod:`logmine.ingest.worker` there keeps their start-up cheap. Each
     worker dies with the forkserver, which dies with this process."""
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=_forkserver(), initializer=_worker_start)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver.start(WORKER_PRELOAD),
+                               initializer=forkserver.worker_start)
 
 
-def _worker_start() -> None:
-    from logmine.ingest.worker import die_with_parent  # preloaded in the forkserver: no import cost
-
-    die_with_parent()  # the parent is the forkserver
-
-
-def _forkserver() -> multiprocessing.context.BaseContext:
-    """The forkserver context, its server started: the server imports ingest and compiles the rules
-    (a third of a second) while this process goes on, and forks every worker from there."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["logmine.ingest.worker"])  # the rules, compiled once for all workers
-    before = os.environ.get(PARENT_ENV)
-    os.environ[PARENT_ENV] = str(os.getpid())  # a server started now dies with this process (worker.py)
-    try:
-        multiprocessing.forkserver.ensure_running()
-    finally:
-        if before is None:
-            del os.environ[PARENT_ENV]
-        else:
-            os.environ[PARENT_ENV] = before
-    return context
-
-
-PARENT_ENV = "LOGMINE_INGEST_DRIVER"  # the pid of the ingest that started a forkserver
+WORKER_PRELOAD = ("logmine.ingest.worker",)  # the rules, compiled once for all workers (cli.early names it too)
 
 
 GROUP_MIN_BYTES = 2 << 20  # files are handed to workers in groups of about this many bytes or more

@@ -1,0 +1,63 @@
+"""What ``logmine`` starts before importing its command modules: ingest's forkserver, for an ingest
+with local worker processes only; and ingest's forkserver and workers die with their driver."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from logmine.cli.early import INGEST_PRELOAD, wants_ingest_workers
+from logmine.ingest.run import WORKER_PRELOAD
+
+
+@pytest.mark.parametrize(("argv", "wanted"), [
+    (["ingest", "logs/"], True),
+    (["--debug", "ingest", "logs/", "--jobs", "4"], True),
+    (["ingest", "logs/", "--executor=local"], True),
+    (["ingest", "logs/", "--jobs", "1"], False),
+    (["ingest", "logs/", "-j", "1"], False),
+    (["ingest", "logs/", "--jobs=1"], False),
+    (["ingest", "logs/", "--executor", "ray", "--ray-address", "h:6379"], False),
+    (["ingest", "--help"], False),
+    (["segment"], False),
+    (["stats", "ingest"], False),
+    ([], False),
+])
+def test_only_an_ingest_with_local_workers_starts_them_early(argv, wanted):
+    assert wants_ingest_workers(argv) is wanted
+
+
+def test_the_early_preload_is_the_one_ingest_uses():
+    assert INGEST_PRELOAD == WORKER_PRELOAD
+
+
+def test_ingest_workers_and_their_forkserver_die_with_the_driver():
+    # the workers run a unit that outlives the driver; before, they (and the forkserver, kept alive by
+    # their copies of its pipe) lived on after a kill -9
+    code = ("import json, time; from logmine.ingest.run import _pool; "
+            "from multiprocessing import forkserver; pool = _pool(2); "
+            "[pool.submit(time.sleep, 60) for _ in range(2)]; time.sleep(3); "
+            "print(json.dumps([forkserver._forkserver._forkserver_pid, *pool._processes]), flush=True); "
+            "time.sleep(60)")
+    driver = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pids = json.loads(driver.stdout.readline())
+    assert len(pids) == 3 and all(_running(pid) for pid in pids)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in pids if _running(pid)]
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
