@@ -12,8 +12,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-INGEST_PRELOAD = ("logmine.ingest.worker",)  # as logmine.ingest.run.WORKER_PRELOAD (a test checks)
-
 
 def start_early() -> bool:
     """:func:`start_for` this process's arguments, when it is the ``logmine`` program (the console
@@ -30,7 +28,7 @@ def start_for(argv: Sequence[str]) -> bool:
         return False
     from logmine.executor import forkserver
 
-    forkserver.start(INGEST_PRELOAD)
+    forkserver.start(forkserver.INGEST_PRELOAD)
     return True
 
 

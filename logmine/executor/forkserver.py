@@ -21,6 +21,7 @@ import os
 import signal
 from collections.abc import Sequence
 
+INGEST_PRELOAD = ("logmine.ingest.worker",)  # what ingest's forkserver imports: the rules, compiled once
 PARENT_ENV = "LOGMINE_FORKSERVER_PARENT"  # the pid of the process that started the forkserver
 _PR_SET_PDEATHSIG = 1
 

@@ -1,5 +1,4 @@
-"""Arrow tables of ingest's rows (:func:`~logmine.store.rows.table_of`), and how a worker process
-hands them to the driver (:func:`spill`, :func:`unspill`)."""
+"""How a worker process hands its Arrow tables to the driver (:func:`spill`, :func:`unspill`)."""
 
 from __future__ import annotations
 
@@ -8,9 +7,7 @@ import uuid
 
 import pyarrow as pa
 
-from logmine.store.rows import table_of
 
-__all__ = ["spill", "table_of", "unspill"]
 def spill(table: pa.Table, directory: str) -> str:
     """Write ``table`` as an Arrow IPC file under ``directory`` and return its path: how a worker
     process hands a file's tables to the driver without pickling them through a pipe."""

@@ -56,15 +56,7 @@ class FileRecord:
     def row(self) -> tuple:
         return astuple(self)
 
-EVENT_COLUMNS = tuple(EVENTS.names)
 EXCERPT_CHARS = 240
-
-
-def empty_event(**fields) -> dict:
-    """An events row with every column present (None where not given)."""
-    row = dict.fromkeys(EVENT_COLUMNS)
-    row.update(fields)
-    return row
 
 
 class EventRows:

@@ -17,12 +17,13 @@ import pyarrow as pa
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, ExecutorError, forkserver, make_executor, paths_unreadable
-from logmine.ingest.arrow import spill, table_of, unspill
+from logmine.ingest.arrow import spill, unspill
 from logmine.ingest.reader import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.redact import Redactor
 from logmine.store import CATALOG, DEFAULT_STORE, Store
+from logmine.store.rows import table_of
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
@@ -90,7 +91,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     sizes = {path: st[0] for path, st in stats.items()}
     if (config.executor.kind == "local" and config.jobs > 1 and sum(sizes.values()) >= PARALLEL_MIN_BYTES
             and not (config.store / CATALOG).exists()):
-        forkserver.start(WORKER_PRELOAD)  # a new store: every file is to be read; it starts while the store opens
+        forkserver.start(forkserver.INGEST_PRELOAD)  # a new store: every file is to be read; it starts while the store opens
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         originals = _Originals(known)
@@ -182,11 +183,8 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
     """Worker processes forked from a forkserver: they never inherit the parent's DuckDB/Arrow
     threads, and preloading :mod:`logmine.ingest.worker` there keeps their start-up cheap. Each
     worker dies with the forkserver, which dies with this process."""
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver.start(WORKER_PRELOAD),
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver.start(forkserver.INGEST_PRELOAD),
                                initializer=forkserver.worker_start)
-
-
-WORKER_PRELOAD = ("logmine.ingest.worker",)  # the rules, compiled once for all workers (cli.early names it too)
 
 
 GROUP_MIN_BYTES = 2 << 20  # files are handed to workers in groups of about this many bytes or more

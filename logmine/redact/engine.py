@@ -37,7 +37,6 @@ from logmine.redact.patterns import (
     replace_spans,
     secret_key_kind,
 )
-from logmine.redact.prefilter import mask_opaque
 
 _STRUCTURED = Rule("structured-keys", "", None, STRUCTURED_KEYWORDS, late=True)
 
@@ -258,10 +257,8 @@ class Redactor:
         ``raw``: the same lines as UTF-8 bytes, when the caller has them (saves encoding them)."""
         out = list(lines)
         prefilter = self._rules.prefilter
-        if raw is not None and hasattr(prefilter, "rules_by_data"):
-            by_line = prefilter.rules_by_data([mask_opaque(data) for data in raw])
-        else:
-            by_line = prefilter.rules_by_text(lines, opaque=True)
+        by_line = (prefilter.rules_by_text(lines, opaque=True) if raw is None
+                   else prefilter.rules_by_data(raw, opaque=True))
         for i, found in by_line.items():
             out[i] = self.redact_json_line(lines[i], found)
         return out

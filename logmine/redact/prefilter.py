@@ -1,7 +1,8 @@
 """Which rules can match where: the cheap first pass before any Python regex runs.
 
 Two engines with one contract, :meth:`rules_in` (the rules that can match in a text) and
-:meth:`rules_by_text` (the same, for each of many texts):
+:meth:`rules_by_text` / :meth:`rules_by_data` (the same, for each of many texts, as ``str`` or as
+UTF-8 bytes):
 
 - :class:`HyperscanPrefilter` compiles every rule's regex in Hyperscan's *prefilter* mode (a
   superset of the regex's matches: it never misses one) into one database and scans many texts
@@ -124,6 +125,10 @@ class KeywordPrefilter:
         """``opaque`` is taken and ignored: keywords inside encrypted reasoning only cost time."""
         return {i: rules for i, text in enumerate(texts) if (rules := self.rules_in(text))}
 
+    def rules_by_data(self, datas: Sequence[bytes], opaque: bool = False) -> dict[int, frozenset[int]]:
+        """:meth:`rules_by_text` for texts given as UTF-8 bytes."""
+        return self.rules_by_text([data.decode("utf-8", "surrogatepass") for data in datas])
+
     def scan_keywords(self, low: str) -> set[str]:
         """The keywords in ``low`` with the trie regex (when pyahocorasick is not installed)."""
         found = set()
@@ -219,15 +224,14 @@ class HyperscanPrefilter:
         only makes its text run the rules for nothing. ``opaque``: the texts are JSON, whose
         encrypted-reasoning values are not scanned (the redactor masks them too).
         """
-        datas = [text.encode("utf-8", "surrogatepass") for text in texts]
-        if opaque:
-            datas = [mask_opaque(data) for data in datas]
-        return self.rules_by_data(datas)
+        return self.rules_by_data([text.encode("utf-8", "surrogatepass") for text in texts], opaque)
 
-    def rules_by_data(self, datas: Sequence[bytes]) -> dict[int, frozenset[int]]:
-        """:meth:`rules_by_text` for texts already encoded (UTF-8)."""
+    def rules_by_data(self, datas: Sequence[bytes], opaque: bool = False) -> dict[int, frozenset[int]]:
+        """:meth:`rules_by_text` for texts given as UTF-8 bytes."""
         if not datas:
             return {}
+        if opaque:
+            datas = [mask_opaque(data) for data in datas]
         starts, at = [], 0
         for data in datas:
             starts.append(at)

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from logmine.cli.early import INGEST_PRELOAD, wants_ingest_workers
-from logmine.ingest.run import WORKER_PRELOAD
+from logmine.cli.early import wants_ingest_workers
+from logmine.executor.forkserver import INGEST_PRELOAD
 
 
 @pytest.mark.parametrize(("argv", "wanted"), [
@@ -33,7 +33,7 @@ def test_only_an_ingest_with_local_workers_starts_them_early(argv, wanted):
 
 
 def test_the_early_preload_is_the_one_ingest_uses():
-    assert INGEST_PRELOAD == WORKER_PRELOAD
+    assert INGEST_PRELOAD == ("logmine.ingest.worker",)
 
 
 def test_ingest_workers_and_their_forkserver_die_with_the_driver():

@@ -24,12 +24,13 @@ from redact.planted import planted
 
 import logmine.ingest.run as run
 from logmine.ingest import IngestConfig, ingest
-from logmine.ingest.arrow import spill, table_of, unspill
+from logmine.ingest.arrow import spill, unspill
 from logmine.ingest.records import EventRows
 from logmine.redact import Redactor, encoded
 from logmine.redact.engine import matches, ruleset
 from logmine.redact.patterns import JSON_PAIRS, OPAQUE, keyed_value, replace_spans, secret_key_kind
 from logmine.redact.prefilter import mask_opaque
+from logmine.store.rows import table_of
 from logmine.store.tables import EVENTS, SESSIONS
 
 PLANTED = planted()
