@@ -34,6 +34,18 @@ class RayCluster:
         return subprocess.run(self.command(argv), capture_output=True, text=True, timeout=timeout, env=env, **kwargs)
 
 
+_WAIT_FOR_NODES = """
+import sys, time, ray
+ray.init(logging_level="ERROR", log_to_driver=False)
+deadline = time.monotonic() + 90
+while time.monotonic() < deadline:
+    if sum(n["Alive"] for n in ray.nodes()) == 2 and ray.cluster_resources().get("CPU") == 2:
+        sys.exit(0)
+    time.sleep(0.5)
+sys.exit(f"nodes: {ray.nodes()}")
+"""
+
+
 def _skip_reason() -> str | None:
     if os.geteuid() != 0:
         return "network namespaces need root here"
@@ -61,6 +73,11 @@ def ray_cluster():
             done = cluster.run(argv, timeout=180)
             if done.returncode != 0:
                 pytest.skip(f"ray start failed: {(done.stderr or done.stdout)[-300:]}")
+        # `ray start --address` returns before the head counts the second node: a driver started at
+        # once could see one node and place every unit there
+        done = cluster.run([sys.executable, "-c", _WAIT_FOR_NODES], timeout=120)
+        if done.returncode != 0:
+            pytest.skip(f"the second Ray node did not join: {(done.stderr or done.stdout)[-300:]}")
         yield cluster
     finally:
         cluster.run([str(BIN / "ray"), "stop", "--force"], timeout=120)
