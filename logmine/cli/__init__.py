@@ -7,11 +7,7 @@ path: ``Error: …`` on stderr, never a bare traceback); one module per command 
 commands on the app when imported here.
 """
 
-from logmine.cli.early import start_early
-
-start_early()  # before the imports below (see logmine.cli.early)
-
-from logmine.cli import (  # noqa: E402, F401 - registers the commands
+from logmine.cli import (  # noqa: F401 - registers the commands
     env,
     evaluate,
     export,
@@ -22,6 +18,6 @@ from logmine.cli import (  # noqa: E402, F401 - registers the commands
     train,
     verify,
 )
-from logmine.cli.main import app  # noqa: E402
+from logmine.cli.main import app
 
 __all__ = ["app"]

@@ -1,17 +1,21 @@
-"""What ``logmine`` starts before importing its command modules: ingest's forkserver, for an ingest
-with local worker processes only; and ingest's forkserver and workers die with their driver."""
+"""The ``logmine`` program: what it starts before importing its command modules (ingest's forkserver,
+for an ingest with local worker processes only); its console script reads with worker processes; and
+ingest's forkserver and workers die with their driver."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+from conftest import FIXTURES
 
-from logmine.cli.early import wants_ingest_workers
+from logmine.__main__ import wants_ingest_workers
 from logmine.executor.forkserver import INGEST_PRELOAD
 
 
@@ -34,6 +38,32 @@ def test_only_an_ingest_with_local_workers_starts_them_early(argv, wanted):
 
 def test_the_early_preload_is_the_one_ingest_uses():
     assert INGEST_PRELOAD == ("logmine.ingest.worker",)
+
+
+def test_importing_the_program_imports_neither_the_cli_nor_a_stage():
+    # multiprocessing's workers import the main script again (the console script imports this module):
+    # anything more here is imported again by every worker
+    code = "import sys, logmine.__main__; print(sorted(m for m in sys.modules if m.startswith(('logmine.', 'pyarrow'))))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "['logmine.__main__']"
+
+
+def test_the_console_script_ingests_with_worker_processes(tmp_path):
+    # the console script is the workers' main script; it used to start a forkserver again in each
+    # worker (from the copied argv), which failed: every ingest of 8 MB or more died
+    entry = importlib.metadata.entry_points(group="console_scripts", name="logmine")
+    module, func = next(iter(entry)).value.split(":")
+    script = tmp_path / "logmine"  # what pip writes for the entry point
+    script.write_text(f"import re, sys\nfrom {module} import {func}\nif __name__ == '__main__':\n"
+                      f"    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n    sys.exit({func}())\n")
+    corpus = tmp_path / "corpus"
+    for i in range(3):  # 12 MB: above the size below which ingest reads in-process
+        shutil.copytree(FIXTURES, corpus / f"c{i}")
+    done = subprocess.run([sys.executable, str(script), "ingest", str(corpus), "--store", str(tmp_path / "store"),
+                           "--jobs", "2", "-q", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["files"]["new"] == summary["files"]["seen"] > 0 and not summary["bad_files"]
 
 
 def test_ingest_workers_and_their_forkserver_die_with_the_driver():
