@@ -44,7 +44,7 @@ def _demo_store(root: Path, copies: int) -> tuple[Path, tuple[tuple[str, str], .
     import uuid
 
     from logmine.demo import DEMO_HOME
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
     from logmine.segment import SegmentConfig, segment
 
     logs = root / "logs"

@@ -54,7 +54,7 @@ def _query(store: Path, sql: str) -> list[dict]:
 
 
 def _segmented(paths: tuple[Path, ...], store: Path) -> Path:
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
     from logmine.segment import SegmentConfig, segment
 
     ingest(IngestConfig(paths=paths, store=store, jobs=1))

@@ -56,7 +56,7 @@ def prepare(work: Path, vocab: int, tokenizer_dir: Path | None):
     import pyarrow.parquet as pq
 
     from logmine.export.sft import SftExportConfig, export_sft
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
     from logmine.segment import SegmentConfig, segment
 
     store = work / "store"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import xxhash
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "codex-generated"
 

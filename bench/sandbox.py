@@ -70,7 +70,7 @@ def full_verify_seconds() -> tuple[float | None, str]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from session_builder import SessionBuilder
 
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
     from logmine.segment import SegmentConfig, segment
     from logmine.verify import VerifyConfig, verify
 

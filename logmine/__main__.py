@@ -14,16 +14,108 @@ imports ingest and compiles the redaction rules on the other core meanwhile
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 
 def main() -> None:
     """Run the command line in ``sys.argv``."""
+    started = time.monotonic()
+    if answered_unchanged(sys.argv[1:], started):
+        return
     start_for(sys.argv[1:])
     from logmine.cli import app
 
     app()
+
+
+def answered_unchanged(argv: Sequence[str], started: float) -> bool:
+    """Print the summary of an ``ingest`` whose input is unchanged since the store's last ingest,
+    without importing the CLI (:mod:`logmine.ingest.seen`); whether it did. Only the plainest
+    command lines qualify (:func:`quick_ingest_args`); anything else runs in full."""
+    args = quick_ingest_args(argv)
+    if args is None:
+        return False
+    from logmine.ingest.discover import default_inputs
+    from logmine.ingest.seen import quick_summary
+
+    inputs = list(args.paths) or default_inputs()
+    summary = quick_summary(args.store, inputs) if inputs else None
+    if summary is None:
+        return False
+    from rich.console import Console
+
+    from logmine.ingest.summary import render_summary, summary_dict
+
+    summary.elapsed_s = time.monotonic() - started
+    out = Console()  # as logmine.cli.output.out
+    if args.as_json:
+        out.print_json(json.dumps(summary_dict(summary, args.store)))
+    else:
+        render_summary(out, summary, args.store)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class QuickIngest:
+    """The options of an ``ingest`` command line that matter when nothing is to be read."""
+
+    paths: tuple[Path, ...]
+    store: Path
+    as_json: bool
+
+
+def quick_ingest_args(argv: Sequence[str]) -> QuickIngest | None:
+    """``argv`` as an ``ingest`` of paths (or the default inputs, or ``--demo``) into a store, when it
+    is one that only these options shape; None for anything else (another command, ``--help``, an
+    executor other than local, a value typer would refuse, an option this does not know)."""
+    args = list(argv)
+    if args[:1] == ["--debug"]:
+        args = args[1:]
+    if args[:1] != ["ingest"] or os.environ.get("RAY_ADDRESS"):
+        return None
+    paths: list[Path] = []
+    store = os.environ.get("LOGMINE_STORE") or DEFAULT_STORE
+    flags: set[str] = set()
+    rest = iter(args[1:])
+    for arg in rest:
+        name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in _VALUED:
+            value = value if eq else next(rest, None)
+            if value is None or not _VALUED[name](value):
+                return None
+            if name == "--store":
+                store = value
+        elif arg in _FLAGS:
+            flags.add(_FLAGS[arg])
+        elif arg.startswith("-") or not arg:
+            return None
+        else:
+            paths.append(Path(arg))
+    if any(not os.path.lexists(p) for p in paths):
+        return None  # the full run's one-line error
+    if "demo" in flags:
+        from logmine.demo import DEMO_INPUTS
+
+        paths = list(DEMO_INPUTS)
+    return QuickIngest(tuple(paths), Path(store), "json" in flags)
+
+
+DEFAULT_STORE = "logmine-store"  # logmine.store.DEFAULT_STORE (a test pins them equal)
+_FLAGS = {"--json": "json", "-q": "quiet", "--quiet": "quiet", "--demo": "demo"}
+
+
+def _count(value: str) -> bool:
+    return value.isdigit() and int(value) >= 1
+
+
+_VALUED = {"--store": bool, "--jobs": _count, "-j": _count, "--batch-mb": _count, "--max-line-mb": _count,
+           "--executor": lambda value: value == "local"}
 
 
 def start_for(argv: Sequence[str]) -> bool:

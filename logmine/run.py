@@ -19,7 +19,8 @@ from logmine.demo import DEMO_DIR, DEMO_INPUTS
 from logmine.executor import ExecutorConfig
 from logmine.export.sft import SftExportConfig, SftExportSummary, export_sft
 from logmine.export.tmax import TmaxExportConfig, TmaxExportSummary, export_tmax
-from logmine.ingest.run import IngestConfig, IngestSummary, ingest
+from logmine.ingest.run import IngestConfig, ingest
+from logmine.ingest.summary import IngestSummary
 from logmine.pipeline import load_pipeline
 from logmine.segment.run import SegmentConfig, SegmentSummary, segment
 from logmine.store import Store

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 
 # Nothing is ever downloaded from a model hub: tests build tiny tokenizers and models locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from logmine.cli import app
 from logmine.cli.ingest import ingest_cmd
-from logmine.ingest import IngestConfig
+from logmine.ingest.run import IngestConfig
 
 runner = CliRunner()
 ROOT = Path(__file__).parent.parent

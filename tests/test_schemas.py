@@ -44,7 +44,7 @@ def test_stored_rows_validate(fixture_store, name):
 
 
 def test_quarantine_rows_validate(tmp_path):
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
 
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"type":"response_item","payload":{}}\nnot json\n')

@@ -24,8 +24,9 @@ from logmine.cli.options import (
 )
 from logmine.cli.output import bytes_progress, out
 from logmine.demo import DEMO_INPUTS
-from logmine.ingest import IngestConfig, NothingToIngest, ingest
-from logmine.ingest.report import render_stats, render_summary, stats, summary_dict
+from logmine.ingest.report import render_stats, stats
+from logmine.ingest.run import IngestConfig, NothingToIngest, ingest
+from logmine.ingest.summary import render_summary, summary_dict
 from logmine.store import Store
 from logmine.verify.report import environment_counts
 

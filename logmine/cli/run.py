@@ -12,8 +12,8 @@ from logmine.cli.errors import with_hints
 from logmine.cli.main import app
 from logmine.cli.options import ExecutorOpt, RayAddressOpt, executor_config
 from logmine.cli.output import err, out
-from logmine.ingest import NothingToIngest
-from logmine.ingest.report import render_summary
+from logmine.ingest.run import NothingToIngest
+from logmine.ingest.summary import render_summary
 from logmine.run import RunConfig, run_pipeline
 from logmine.segment.report import render_segment_summary
 from logmine.verify.report import render_verify_summary

@@ -1,5 +1,7 @@
-"""Ingest stage: Codex session logs on disk → redacted canonical tables in a Parquet + DuckDB store."""
+"""Ingest stage: Codex session logs on disk → redacted canonical tables in a Parquet + DuckDB store.
 
-from logmine.ingest.run import IngestConfig, IngestSummary, NothingToIngest, ingest
-
-__all__ = ["IngestConfig", "IngestSummary", "NothingToIngest", "ingest"]
+The entry point is :func:`logmine.ingest.run.ingest` (with :class:`~logmine.ingest.run.IngestConfig`).
+This package exports nothing, so that :mod:`.discover`, :mod:`.summary` and :mod:`.seen` import
+without pyarrow or DuckDB: ``logmine ingest`` on unchanged input answers from them alone
+(:func:`logmine.ingest.seen.quick_summary`).
+"""

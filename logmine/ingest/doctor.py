@@ -19,7 +19,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logmine.ingest.run import IngestConfig, IngestSummary, ingest
+from logmine.ingest.run import IngestConfig, ingest
+from logmine.ingest.summary import IngestSummary
 from logmine.store import CATALOG, Store, StoreError
 from logmine.store.catalog import STALE_ERROR
 

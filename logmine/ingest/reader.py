@@ -1,4 +1,4 @@
-"""Find Codex session files and stream their lines with byte offsets.
+"""Stream session files' lines with byte offsets (finding the files: :mod:`.discover`).
 
 Reading is bounded in memory: files are read in chunks, and a line longer than the limit is skipped
 (reported, never loaded whole). A last line without its newline is returned as unterminated: a live
@@ -20,16 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 CHUNK = 1 << 22  # 4 MiB
-SKIP_NAMES = frozenset({"session_index.jsonl", "catalog.json", "auth.json", "config.json", "requests.log"})
 CODECS = {".gz": "gzip", ".zst": "zstd"}  # compressed content, read through pyarrow's stream codecs
-
-
-@dataclass(frozen=True, slots=True)
-class BadPath:
-    """A path that could not be listed or opened (unreadable, broken link, symlink loop)."""
-
-    path: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,59 +29,6 @@ class Line:
     data: bytes | None  # None when the line was too long to load
     terminated: bool
     length: int  # bytes, without the newline
-
-
-def default_inputs(codex_home: str | None = None) -> list[Path]:
-    """``$CODEX_HOME`` (else ``~/.codex``): ``sessions/``, ``archived_sessions/`` and ``history.jsonl``."""
-    home = Path(codex_home or os.environ.get("CODEX_HOME") or Path.home() / ".codex")
-    candidates = [home / "sessions", home / "archived_sessions", home / "history.jsonl"]
-    return [p for p in candidates if p.exists()]
-
-
-def is_session_file(name: str) -> bool:
-    """Files inside an input directory that may hold sessions (explicit file arguments always count)."""
-    if name in SKIP_NAMES or name.startswith("."):
-        return False
-    name = name.removesuffix(".gz").removesuffix(".zst")
-    return name.endswith(".jsonl") or (name.endswith(".json") and "rollout" in name)
-
-
-def discover(inputs: list[Path]) -> tuple[list[Path], list[BadPath]]:
-    """Expand files and directories (recursively, following links, loop-safe) into session files."""
-    found: dict[str, Path] = {}
-    bad: list[BadPath] = []
-    for root in inputs:
-        if root.is_dir():
-            _walk(root, found, bad)
-        elif root.is_file() or root.is_symlink() or not root.exists():
-            found.setdefault(str(root.absolute()), root.absolute())
-    return sorted(found.values()), bad
-
-
-def _walk(root: Path, found: dict[str, Path], bad: list[BadPath]) -> None:
-    seen_dirs: set[tuple[int, int]] = set()
-
-    def onerror(exc: OSError) -> None:
-        bad.append(BadPath(str(exc.filename), f"cannot list directory: {exc.strerror}"))
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror, followlinks=True):
-        try:
-            st = os.stat(dirpath)
-        except OSError as exc:
-            bad.append(BadPath(dirpath, f"cannot stat directory: {exc.strerror}"))
-            dirnames[:] = []
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in seen_dirs:  # a symlink loop (or a second link to a directory already read)
-            bad.append(BadPath(dirpath, "symlink loop: directory already visited"))
-            dirnames[:] = []
-            continue
-        seen_dirs.add(key)
-        dirnames.sort()
-        for name in filenames:
-            if is_session_file(name):
-                path = Path(dirpath, name).absolute()
-                found.setdefault(str(path), path)
 
 
 def codec(path: Path | str) -> str | None:

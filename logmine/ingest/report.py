@@ -6,10 +6,8 @@ from pathlib import Path
 
 import duckdb
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from logmine.ingest.run import IngestSummary
 from logmine.store import Store, StoreError, fetch_dicts
 
 _STATS_SQL = """
@@ -25,50 +23,6 @@ SELECT s.format, coalesce(s.cli_version, '') AS cli_version, count(*) AS session
 FROM sessions s LEFT JOIN ev USING (source_path, session_id)
 GROUP BY ALL ORDER BY s.format, cli_version
 """
-
-
-def summary_dict(summary: IngestSummary, store: Path) -> dict:
-    return {
-        "store": str(store),
-        "files": {"seen": summary.files_seen, **dict(summary.changes)},
-        "bad_files": [{"path": p, "reason": r} for p, r in summary.bad_files],
-        "pending_partial_lines": [{"path": p, "bytes": b} for p, b in summary.pending],
-        "sessions": summary.sessions,
-        "events": summary.events,
-        "quarantined_lines": summary.quarantined,
-        "quarantine_reasons": dict(summary.quarantine_reasons),
-        "redactions": dict(summary.redactions),
-        "formats": dict(summary.formats),
-        "bytes_read": summary.bytes_read,
-        "elapsed_s": round(summary.elapsed_s, 3),
-    }
-
-
-def render_summary(console: Console, summary: IngestSummary, store: Path) -> None:
-    changes = summary.changes
-    table = Table(title="logmine ingest", show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    table.add_row("files", f"{summary.files_seen} seen: {changes['new']} new, {changes['grown']} grown, "
-                  f"{changes['rewritten']} rewritten, {changes['unchanged']} unchanged, {len(summary.bad_files)} bad")
-    formats = ", ".join(f"{k} {v}" for k, v in sorted(summary.formats.items())) or "-"
-    table.add_row("formats read", formats)
-    table.add_row("sessions", str(summary.sessions))
-    table.add_row("events", str(summary.events))
-    reasons = ", ".join(f"{k} {v}" for k, v in summary.quarantine_reasons.most_common()) or ""
-    table.add_row("quarantined lines", f"{summary.quarantined}" + (f" ({reasons})" if reasons else ""))
-    redactions = ", ".join(f"{k} {v}" for k, v in summary.redactions.most_common()) or "none"
-    table.add_row("redactions", f"{sum(summary.redactions.values())} ({redactions})" if summary.redactions else "none")
-    mb = summary.bytes_read / 1e6
-    rate = mb / summary.elapsed_s if summary.elapsed_s else 0.0
-    table.add_row("read", f"{mb:.1f} MB in {summary.elapsed_s:.2f} s ({rate:.1f} MB/s)")
-    table.add_row("store", str(store))
-    console.print(table)
-    for path, reason in summary.bad_files:
-        console.print(f"[yellow]bad file[/] {escape(path)}: {escape(reason)}", highlight=False, soft_wrap=True)
-    for path, size in summary.pending:
-        console.print(f"[dim]waiting[/] {escape(path)}: last line incomplete ({size} bytes), read on the next run",
-                      highlight=False, soft_wrap=True)
 
 
 def stats(store: Path) -> dict:

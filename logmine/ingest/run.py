@@ -17,10 +17,12 @@ import pyarrow as pa
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, ExecutorError, forkserver, make_executor, paths_unreadable
+from logmine.ingest import seen
 from logmine.ingest.arrow import spill, unspill
-from logmine.ingest.reader import default_inputs, discover
+from logmine.ingest.discover import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
+from logmine.ingest.summary import IngestSummary
 from logmine.redact import Redactor
 from logmine.store import CATALOG, DEFAULT_STORE, Store
 from logmine.store.rows import table_of
@@ -42,29 +44,6 @@ class IngestConfig:
     batch_bytes: int = 64 << 20  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
     executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
-
-
-@dataclass
-class IngestSummary:
-    """Counts of one run (only what this run added, except the store totals)."""
-
-    files_seen: int = 0
-    changes: Counter = field(default_factory=Counter)  # new/grown/rewritten/unchanged/bad
-    bad_files: list[tuple[str, str]] = field(default_factory=list)
-    pending: list[tuple[str, int]] = field(default_factory=list)  # files with an incomplete last line
-    sessions: int = 0
-    events: int = 0
-    quarantined: int = 0
-    quarantine_reasons: Counter = field(default_factory=Counter)
-    bytes_read: int = 0
-    redactions: Counter = field(default_factory=Counter)
-    formats: Counter = field(default_factory=Counter)
-    elapsed_s: float = 0.0
-
-    @property
-    def readable(self) -> bool:
-        """Did anything at all come out of the inputs (rows, or files already known)?"""
-        return self.files_seen > len(self.bad_files)
 
 
 ProgressFn = Callable[[int, str], None]  # (bytes just done, path)
@@ -92,6 +71,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     if (config.executor.kind == "local" and config.jobs > 1 and sum(sizes.values()) >= PARALLEL_MIN_BYTES
             and not (config.store / CATALOG).exists()):
         forkserver.start(forkserver.INGEST_PRELOAD)  # a new store: every file is to be read; it starts while the store opens
+    seen.forget(config.store)
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         originals = _Originals(known)
@@ -108,9 +88,12 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
                   for b in bad_paths)
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
+        as_read: dict[str, tuple[int, int, int]] = {}  # what the catalog holds of each file, for seen.record
         for outcome in itertools.chain(settled, _read_all(tasks, config, changed_bytes), listed):
             outcome = originals.check(outcome)
             _account(summary, outcome)
+            as_read[outcome.record.source_path] = (outcome.record.size, outcome.record.mtime_ns,
+                                                   outcome.record.pending_bytes)
             if outcome.save:
                 batch.add(outcome)
             if progress:
@@ -118,6 +101,8 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
             if batch.bytes >= config.batch_bytes:
                 batch.commit(store)
         batch.commit(store)
+        if not summary.bad_files:
+            store.after_close(functools.partial(seen.record, store.root, as_read))
     summary.elapsed_s = time.monotonic() - started
     return summary
 

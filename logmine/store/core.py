@@ -45,6 +45,7 @@ import shutil
 import tempfile
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -85,6 +86,7 @@ class Store:
         self._unusable: set[tuple[str, str]] = set()
         self._lazy_views: set[str] = set()  # tables with a part whose footer did not read at open
         self._redactor: Redactor | None = None  # made at the first commit (compiling the rules takes time)
+        self._after_close: list[Callable[[], None]] = []
         self._lock = self._take_lock(read_only)
         try:
             self.con = duckdb.connect(str(self.root / CATALOG), read_only=read_only)
@@ -129,8 +131,17 @@ class Store:
         return lock
 
     def close(self) -> None:
-        self.con.close()
-        self._lock.close()
+        try:
+            self.con.close()
+            for then in self._after_close:
+                then()
+        finally:
+            self._lock.close()
+
+    def after_close(self, then: Callable[[], None]) -> None:
+        """Call ``then`` when the catalog is closed, before the lock is released (nothing else can
+        have written the catalog between the two)."""
+        self._after_close.append(then)
 
     def __enter__(self) -> Store:
         return self

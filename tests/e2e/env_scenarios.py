@@ -129,7 +129,7 @@ def prepare_node(repo: Path) -> None:
 
 def generate(name: str, workdir: Path) -> Generated:
     """Run scenario ``name`` with the real CLI in ``workdir``, then ingest and segment it into a store."""
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
     from logmine.segment import SegmentConfig, segment
 
     version = pick_version(name)

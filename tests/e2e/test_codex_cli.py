@@ -114,7 +114,7 @@ def _require_run(gen: Generated) -> None:
 def ingested(generated: Generated, tmp_path_factory) -> Ingested:
     _require_run(generated)
     duckdb = pytest.importorskip("duckdb")
-    from logmine.ingest import IngestConfig, ingest  # a missing ingest is a failure, not a skip
+    from logmine.ingest.run import IngestConfig, ingest  # a missing ingest is a failure, not a skip
 
     store = tmp_path_factory.mktemp(f"store-{generated.version}") / "store"
     summary = ingest(IngestConfig(paths=(generated.run.codex_home / "sessions",), store=store))

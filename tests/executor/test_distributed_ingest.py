@@ -12,7 +12,7 @@ DRIVER = textwrap.dedent("""
     import sys
     from pathlib import Path
     from logmine.executor import ExecutorConfig
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
 
     paths = tuple(Path(p) for p in sys.argv[2:])
     summary = ingest(IngestConfig(paths=paths, store=Path(sys.argv[1]), executor=ExecutorConfig(kind="ray")))
@@ -27,7 +27,7 @@ TABLES = {
 
 
 def test_ray_ingest_equals_local(ray_cluster, tmp_path):
-    from logmine.ingest import IngestConfig, ingest
+    from logmine.ingest.run import IngestConfig, ingest
 
     inputs = [FIXTURES / "codex-public", FIXTURES / "codex-generated"]
     ingest(IngestConfig(paths=tuple(inputs), store=tmp_path / "local", jobs=2))

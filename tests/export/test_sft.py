@@ -16,7 +16,7 @@ from export.tiny_tokenizer import STRIP_THINK, save_tiny_tokenizer, tiny_tokeniz
 from session_builder import SessionBuilder
 
 from logmine.export.sft import SftExportConfig, SftExportError, export_sft
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.store import Store, fetch_dicts
 from logmine.verify.records import VERIFICATIONS

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from conftest import FIXTURES, query
 
-from logmine.ingest import IngestConfig, NothingToIngest, ingest
+from logmine.ingest.run import IngestConfig, NothingToIngest, ingest
 
 GOOD = (FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl").__next__().read_bytes().splitlines()
 

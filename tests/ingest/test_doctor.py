@@ -8,8 +8,8 @@ import shutil
 from conftest import FIXTURES, query
 from rich.console import Console
 
-from logmine.ingest import IngestConfig, ingest
 from logmine.ingest.doctor import doctor, doctor_dict, render_doctor
+from logmine.ingest.run import IngestConfig, ingest
 
 SESSIONS = sorted((FIXTURES / "codex-generated").glob("codex-0.*/*.jsonl"))[:2]
 

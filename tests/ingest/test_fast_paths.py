@@ -23,9 +23,9 @@ from conftest import FIXTURES, query
 from redact.planted import planted
 
 import logmine.ingest.run as run
-from logmine.ingest import IngestConfig, ingest
 from logmine.ingest.arrow import spill, unspill
 from logmine.ingest.records import EventRows
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.redact import Redactor, encoded
 from logmine.redact.engine import matches, ruleset
 from logmine.redact.patterns import JSON_PAIRS, OPAQUE, keyed_value, replace_spans, secret_key_kind
@@ -166,7 +166,7 @@ def test_spilled_tables_come_back_whole(tmp_path):
 
 
 def test_ingest_imports_no_pandas(tmp_path):
-    code = ("import sys; from pathlib import Path; from logmine.ingest import IngestConfig, ingest; "
+    code = ("import sys; from pathlib import Path; from logmine.ingest.run import IngestConfig, ingest; "
             f"ingest(IngestConfig(paths=(Path({str(FIXTURES / 'codex-generated')!r}),), store=Path({str(tmp_path)!r}), "
             "jobs=1)); print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

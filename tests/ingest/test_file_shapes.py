@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from conftest import FIXTURES, query
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
 NAME = SESSION.name

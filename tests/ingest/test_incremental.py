@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import FIXTURES, query
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
 COLUMNS = "* EXCLUDE (file_gen)"

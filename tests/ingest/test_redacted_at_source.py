@@ -22,7 +22,7 @@ from redact.leaks import find_leaks
 from redact.planted import planted
 
 import logmine.ingest.source as source
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.store.catalog import TABLES
 
 PLANTED = planted()  # random on every run

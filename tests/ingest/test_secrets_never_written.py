@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 from conftest import FIXTURES, query
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
 # Obviously fake, but in the real formats.

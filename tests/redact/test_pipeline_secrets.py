@@ -29,7 +29,7 @@ from session_builder import SessionBuilder
 
 from logmine.export.sft import SftExportConfig, export_sft
 from logmine.export.tmax import TmaxExportConfig, export_tmax
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.verify import VerifyConfig, verify
 

@@ -8,7 +8,7 @@ import pytest
 from conftest import query
 from session_builder import SessionBuilder
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 
 FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"

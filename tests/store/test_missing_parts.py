@@ -7,7 +7,7 @@ from pathlib import Path
 
 from conftest import FIXTURES, query
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.store import Store
 

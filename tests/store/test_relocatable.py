@@ -8,8 +8,8 @@ from pathlib import Path
 
 from conftest import FIXTURES, query
 
-from logmine.ingest import IngestConfig, ingest
 from logmine.ingest.report import stats
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.store import Store
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))

@@ -11,7 +11,7 @@ from calc_repo import FIX, TESTS, calc_repo
 from conftest import query
 from session_builder import SessionBuilder
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.verify import VerifyConfig, verify
 from logmine.verify.clones import normalise_url

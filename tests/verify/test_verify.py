@@ -11,7 +11,7 @@ from calc_repo import FIX, TESTS, calc_repo
 from conftest import query
 from session_builder import SessionBuilder
 
-from logmine.ingest import IngestConfig, ingest
+from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
