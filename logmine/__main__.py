@@ -14,7 +14,6 @@ imports ingest and compiles the redaction rules on the other core meanwhile
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -48,16 +47,10 @@ def answered_unchanged(argv: Sequence[str], started: float) -> bool:
     summary = quick_summary(args.store, inputs) if inputs else None
     if summary is None:
         return False
-    from rich.console import Console
-
-    from logmine.ingest.summary import render_summary, summary_dict
+    from logmine.ingest.summary import print_summary
 
     summary.elapsed_s = time.monotonic() - started
-    out = Console()  # as logmine.cli.output.out
-    if args.as_json:
-        out.print_json(json.dumps(summary_dict(summary, args.store)))
-    else:
-        render_summary(out, summary, args.store)
+    print_summary(None, summary, args.store, args.as_json)
     return True
 
 

@@ -26,7 +26,7 @@ from logmine.cli.output import bytes_progress, out
 from logmine.demo import DEMO_INPUTS
 from logmine.ingest.report import render_stats, stats
 from logmine.ingest.run import IngestConfig, NothingToIngest, ingest
-from logmine.ingest.summary import render_summary, summary_dict
+from logmine.ingest.summary import print_summary
 from logmine.store import Store
 from logmine.verify.report import environment_counts
 
@@ -74,10 +74,7 @@ def ingest_cmd(
     progress, set_total, advance = bytes_progress("ingest", show=not quiet and not as_json)
     with progress:
         summary = ingest(config, total_cb=set_total, progress=lambda n, _path: advance(n))
-    if as_json:
-        out.print_json(json.dumps(summary_dict(summary, config.store)))
-    else:
-        render_summary(out, summary, config.store)
+    print_summary(out, summary, config.store, as_json)
     if not summary.readable:
         fail(f"none of the {summary.files_seen} input files could be read", "see the bad files above")
 

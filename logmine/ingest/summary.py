@@ -1,18 +1,20 @@
 """What one ``logmine ingest`` run did, and its report (a table, or JSON with ``--json``).
 
-Standard library and rich only, like :mod:`.discover` and :mod:`.seen`: a run on unchanged input
-reports through here without importing pyarrow or DuckDB.
+Standard library only at import, like :mod:`.discover` and :mod:`.seen`: a run on unchanged input
+reports through here without importing pyarrow or DuckDB, and its JSON to a pipe without rich.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -56,7 +58,27 @@ def summary_dict(summary: IngestSummary, store: Path) -> dict:
     }
 
 
+def print_summary(console: Console | None, summary: IngestSummary, store: Path, as_json: bool) -> None:
+    """The run's report on stdout (``console``, else a new rich console): the table, or with
+    ``as_json`` the JSON as rich's ``print_json`` lays it out (written directly when stdout is not a
+    terminal: the same text, without importing rich)."""
+    if as_json and not sys.stdout.isatty():
+        sys.stdout.write(json.dumps(summary_dict(summary, store), indent=2, ensure_ascii=False) + "\n")
+        return
+    if console is None:
+        from rich.console import Console
+
+        console = Console()
+    if as_json:
+        console.print_json(json.dumps(summary_dict(summary, store)))
+    else:
+        render_summary(console, summary, store)
+
+
 def render_summary(console: Console, summary: IngestSummary, store: Path) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     changes = summary.changes
     table = Table(title="logmine ingest", show_header=False, title_justify="left")
     table.add_column(style="bold")

@@ -146,3 +146,19 @@ def test_only_plain_ingest_command_lines_are_answered_quickly(tmp_path, monkeypa
     assert (None if got is None else (str(got.store), got.as_json)) == quick
     monkeypatch.setenv("RAY_ADDRESS", "h:1")  # implies --executor ray
     assert quick_ingest_args(argv) is None
+
+
+def test_json_to_a_pipe_is_the_text_rich_prints(tmp_path, capsys):
+    from collections import Counter
+
+    from rich.console import Console
+
+    from logmine.ingest.summary import IngestSummary, print_summary
+
+    summary = IngestSummary(files_seen=2, changes=Counter(unchanged=2), pending=[("/logs/é/" + "x" * 120, 7)],
+                            redactions=Counter(jwt=3), elapsed_s=0.5)
+    store = tmp_path / ("ß" * 90)
+    print_summary(None, summary, store, as_json=True)  # stdout is captured: not a terminal
+    direct = capsys.readouterr().out
+    Console(force_terminal=False).print_json(json.dumps(summary_dict(summary, store)))
+    assert direct == capsys.readouterr().out and json.loads(direct)["pending_partial_lines"][0]["bytes"] == 7
