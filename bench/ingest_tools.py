@@ -10,6 +10,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -161,7 +162,7 @@ def build_corpus(corpus: Path, size_mb: float) -> dict:
     unit = sum(src.stat().st_size for src, _ in files)
     copies = max(1, math.ceil(size_mb * MB / unit))
     manifest = {"copies": copies, "files_per_copy": len(files), "bytes_per_copy": unit,
-                "fixtures": [str(rel) for _, rel in files]}
+                "fixtures": [str(rel) for _, rel in files], "distinct_sessions": True}
     marker = corpus.parent / "corpus.json"  # outside the corpus: no tool may read it
     if corpus.is_dir() and marker.exists() and json.loads(marker.read_text()) == manifest:
         log(f"reusing corpus {corpus} ({copies} copies)")
@@ -172,9 +173,9 @@ def build_corpus(corpus: Path, size_mb: float) -> dict:
         log(f"building corpus: {copies} copies x {len(files)} files x {unit / MB:.2f} MB -> {corpus}")
         for i in range(copies):
             for src, rel in files:
-                dst = corpus / f"rep-{i:04d}" / rel
+                dst = corpus / f"rep-{i:04d}" / distinct(str(rel), i)
                 dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)  # a distinct file, not a link
+                dst.write_bytes(distinct(src.read_bytes(), i))  # a distinct file, not a link
         marker.write_text(json.dumps(manifest))
     reps = sorted(p for p in corpus.iterdir() if p.is_dir() and p.name.startswith("rep-"))
     session = [p for p in corpus.rglob("*") if p.is_file() and p.suffix in (".jsonl", ".json")]
@@ -185,6 +186,19 @@ def build_corpus(corpus: Path, size_mb: float) -> dict:
         "jsonl_files": len(jsonl), "jsonl_bytes": sum(p.stat().st_size for p in jsonl),
         "json_files": len(session) - len(jsonl),
     }
+
+
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{8}([0-9a-f]{4})")
+
+
+def distinct(data, copy: int):
+    """``data`` (a file's bytes or its relative path) with every UUID's last four hex digits replaced by
+    the copy's number: each copy holds other sessions (ids, call ids) of the same size and shape, so no
+    tool can take one copy for another (logmine stores content it has seen once only once)."""
+    if isinstance(data, str):
+        return distinct(data.encode(), copy).decode()
+    tail = b"%04x" % (copy % 0x10000)
+    return _UUID.sub(lambda m: m.group(0)[:-4] + tail, data)
 
 
 def warm_cache(corpus: Path) -> float:
