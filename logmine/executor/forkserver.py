@@ -2,7 +2,7 @@
 
 Ingest's worker processes are forked from a forkserver that first imports ingest and compiles the
 redaction rules (a third of a second). Started by :func:`start` before the driver has imported its
-own modules (``logmine ingest`` does so at the top of :mod:`logmine.cli`), that import runs on the
+own modules (``logmine ingest`` does so in :func:`logmine.__main__.main`), that import runs on the
 other core instead of before the first file is read.
 
 Neither the forkserver nor a worker outlives the driver: each asks the kernel for SIGKILL when its
