@@ -22,6 +22,7 @@ import orjson
 from logmine.errors import LogmineError
 from logmine.ingest.injected import injected_kind
 from logmine.ingest.records import EventRows
+from logmine.ingest.records import parse_ts as _ts
 from logmine.ingest.tools import duration_seconds, output_text, parse_output, patch_input, shell_call
 from logmine.patch import PatchError, parse_patch
 
@@ -78,7 +79,7 @@ class SessionMapper:
 
     def g2_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
         """A typed-wrapper line ``{timestamp, type, payload}``."""
-        ctx = _Ctx(line_no, offset, _ts(obj.get("timestamp")), raw)
+        ctx = _Ctx(line_no, offset, _stamp(obj.get("timestamp")), raw)
         kind, payload = obj.get("type"), obj.get("payload")
         if kind in ("session_meta", "response_item", "event_msg", "turn_context", "compacted"):
             _require(isinstance(payload, dict), f"{kind} payload is not an object")
@@ -109,7 +110,7 @@ class SessionMapper:
             payload = {k: v for k, v in obj.items() if k != "record_type"}
             (self._response_item if record_type == "response" else self._event_msg)(payload, ctx)
         elif record_type == "session_meta" or (not self.state.meta_seen and "type" not in obj and "id" in obj):
-            self._session_meta(obj, _Ctx(line_no, offset, _ts(obj.get("timestamp")), raw))
+            self._session_meta(obj, _Ctx(line_no, offset, _stamp(obj.get("timestamp")), raw))
         elif record_type is not None:
             self._emit(ctx, "other", f"record_type/{record_type}")
         else:
@@ -119,7 +120,7 @@ class SessionMapper:
         """The TypeScript CLI's ``{session, items}`` file; items may be Responses or chat-style."""
         session, items = doc.get("session"), doc.get("items")
         _require(isinstance(session, dict) and isinstance(items, list), "G0 file lacks session/items")
-        self._session_meta(session, _Ctx(None, None, _ts(session.get("timestamp")), None))
+        self._session_meta(session, _Ctx(None, None, _stamp(session.get("timestamp")), None))
         for index, item in enumerate(items):
             ctx = _Ctx(index + 1, None, None, raw_items[index])
             _require(isinstance(item, dict), f"item {index} is not an object")
@@ -133,7 +134,7 @@ class SessionMapper:
         _require(isinstance(obj.get("text"), str), "history entry without text")
         _require(isinstance(obj.get("session_id"), str), "history entry without session_id")
         ts = obj.get("ts")
-        when = datetime.fromtimestamp(ts, UTC) if isinstance(ts, (int, float)) else None
+        when = datetime.fromtimestamp(ts, UTC).isoformat() if isinstance(ts, (int, float)) else None
         ctx = _Ctx(line_no, offset, when, raw)
         self._emit(ctx, "user_message", "history", session_id=_str(obj.get("session_id")), role="user",
                    text=obj["text"], is_injected=False)
@@ -174,7 +175,7 @@ class SessionMapper:
                 "git_commit": _str(git.get("commit_hash")),
                 "git_branch": _str(git.get("branch")),
                 "git_repo_url": _str(git.get("repository_url")),
-                "started_at": _ts(p.get("timestamp")) or ctx.ts,
+                "started_at": _ts(p.get("timestamp")) or _ts(ctx.ts),
                 "instructions": _str(instructions),
                 "file_gen": self.file_gen,
             }
@@ -319,7 +320,7 @@ class SessionMapper:
 class _Ctx:
     line_no: int | None
     offset: int | None
-    ts: datetime | None
+    ts: str | None  # the record's ISO timestamp as written; parsed column-wise (records.EventRows.table)
     raw: str | None
 
 
@@ -362,14 +363,9 @@ def _str(value) -> str | None:
     return str(value)
 
 
-def _ts(value) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+def _stamp(value) -> str | None:
+    """A record's timestamp as the events' ``ts`` column takes it: the text, parsed with the column."""
+    return value if isinstance(value, str) else None
 
 
 def _content_text(content) -> str | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -14,17 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, ExecutorError, forkserver, make_executor, paths_unreadable
 from logmine.ingest import seen
-from logmine.ingest.arrow import spill, unspill
 from logmine.ingest.discover import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
 from logmine.redact import Redactor
 from logmine.store import CATALOG, DEFAULT_STORE, Store
+from logmine.store.parts import Part, write_part
 from logmine.store.rows import table_of
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
@@ -48,7 +49,6 @@ class IngestConfig:
 
 ProgressFn = Callable[[int, str], None]  # (bytes just done, path)
 PARALLEL_MIN_BYTES = 8 << 20  # below this, starting worker processes costs more than it saves
-SPILL_BYTES = 256 << 10  # a worker's tables this large reach the driver through a file, smaller ones pickled
 
 
 def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
@@ -89,15 +89,19 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
         as_read: dict[str, tuple[int, int, int]] = {}  # what the catalog holds of each file, for seen.record
-        for outcome in itertools.chain(settled, _read_all(tasks, config, changed_bytes), listed):
-            outcome = originals.check(outcome)
-            _account(summary, outcome)
-            as_read[outcome.record.source_path] = (outcome.record.size, outcome.record.mtime_ns,
-                                                   outcome.record.pending_bytes)
-            if outcome.save:
-                batch.add(outcome)
-            if progress:
-                progress(sizes.get(outcome.record.source_path, 0), outcome.record.source_path)
+        reads = itertools.chain((_Read([o]) for o in settled), _read_all(tasks, config, changed_bytes, store.root),
+                                (_Read([o]) for o in listed))
+        for read in reads:
+            read = originals.check_all(read, store.root)
+            for outcome in read.outcomes:
+                _account(summary, outcome)
+                as_read[outcome.record.source_path] = (outcome.record.size, outcome.record.mtime_ns,
+                                                       outcome.record.pending_bytes)
+                if outcome.save:
+                    batch.add(outcome)
+                if progress:
+                    progress(sizes.get(outcome.record.source_path, 0), outcome.record.source_path)
+            batch.parts += read.parts  # committed with the files whose rows they hold, never before
             if batch.bytes >= config.batch_bytes:
                 batch.commit(store)
         batch.commit(store)
@@ -127,6 +131,21 @@ class _Outcome:
     redactions: Counter
     quarantine_reasons: Counter
     save: bool = True  # the record differs from the catalog's (a touched file's new mtime, say)
+    written: dict[str, int] | None = None  # rows per table a worker wrote as parts instead (tables empty)
+
+    def rows(self) -> dict[str, int]:
+        """Rows of each table this file made."""
+        if self.written is not None:
+            return self.written
+        return {name: table.num_rows for name, table in self.tables.items()}
+
+
+@dataclass
+class _Read:
+    """Files read together (a worker's group, or one file) and the parts their rows were written to."""
+
+    outcomes: list[_Outcome]
+    parts: list[Part] = field(default_factory=list)
 
 
 def _read_one(task: _Task) -> _Outcome:
@@ -147,21 +166,20 @@ def _outcome(result: FileResult, redactions: Counter) -> _Outcome:
     return _Outcome(result.record, result.change, tables, result.bytes_read, Counter(redactions), reasons)
 
 
-def _read_all(tasks: list[_Task], config: IngestConfig, total_bytes: int) -> Iterator[_Outcome]:
-    """Outcomes in task order; files are read by ``jobs`` worker processes when it pays off, or by
-    the Ray cluster's workers (each reads a file and sends its Arrow tables back to this driver)."""
+def _read_all(tasks: list[_Task], config: IngestConfig, total_bytes: int, root: Path) -> Iterator[_Read]:
+    """What the files made, in task order. Files are read by ``jobs`` local worker processes when it
+    pays off, each writing its group's rows as parts of the store ``root`` (the driver registers them);
+    by the Ray cluster's workers, each sending a file's Arrow tables back; else in this process."""
     if config.executor.kind != "local" and tasks:
-        yield from _read_remote(tasks, config.executor)
+        yield from (_Read([outcome]) for outcome in _read_remote(tasks, config.executor))
         return
     jobs = config.jobs
     if jobs <= 1 or len(tasks) < 2 or total_bytes < PARALLEL_MIN_BYTES:
-        yield from map(_read_one, tasks)
+        yield from (_Read([_read_one(task)]) for task in tasks)
         return
     groups = _groups(tasks, max(GROUP_MIN_BYTES, total_bytes // (jobs * GROUPS_PER_JOB)))
-    with tempfile.TemporaryDirectory(prefix="logmine-ingest-") as spool, _pool(jobs) as pool:
-        reading = functools.partial(_read_group, spool=spool, least=SPILL_BYTES)
-        for done in pool.map(reading, groups, chunksize=1):
-            yield from done.outcomes()
+    with _pool(jobs) as pool:
+        yield from pool.map(functools.partial(_read_group, root=root), groups, chunksize=1)
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor:
@@ -189,42 +207,18 @@ def _groups(tasks: list[_Task], size: int) -> list[list[_Task]]:
     return groups
 
 
-@dataclass
-class _GroupDone:
-    """A group's outcomes, without their tables, and the group's tables, each holding the rows of
-    every file in order: one table per name for a worker to hand over instead of one per file
-    (pickling and sending each file's tables cost a tenth of the workers' time)."""
-
-    outcomes_: list[_Outcome]
-    rows: list[dict[str, int]]  # per outcome: rows of each table
-    tables: dict[str, pa.Table]
-    spilled: dict[str, str]  # tables a worker left in files (spill)
-
-    def outcomes(self) -> Iterator[_Outcome]:
-        tables = {**self.tables, **{name: unspill(path) for name, path in self.spilled.items()}}
-        at = dict.fromkeys(tables, 0)
-        for outcome, rows in zip(self.outcomes_, self.rows):
-            outcome.tables = {name: tables[name].slice(at[name], n) for name, n in rows.items()}
-            for name, n in rows.items():
-                at[name] += n
-            yield outcome
-
-
-def _read_group(group: list[_Task], spool: str, least: int) -> _GroupDone:
-    """:func:`_read_one` for each file of a group, in a worker process. The group's tables of at
-    least ``least`` bytes are left as Arrow files under ``spool`` for the driver to memory-map;
-    smaller ones (the group's session rows) travel pickled: opening a file costs more."""
+def _read_group(group: list[_Task], root: Path) -> _Read:
+    """:func:`_read_one` for each file of a group, in a worker process, which writes the group's rows
+    as one part per table of the store ``root``: the driver only registers them (handing the tables
+    over and encoding them in the driver cost a fifth of its time, and ended every run on one core)."""
     outcomes = [_read_one(task) for task in group]
-    rows = [{name: table.num_rows for name, table in outcome.tables.items()} for outcome in outcomes]
     parts: dict[str, list[pa.Table]] = {}
     for outcome in outcomes:
+        outcome.written = outcome.rows()
         for name, table in outcome.tables.items():
             parts.setdefault(name, []).append(table)
         outcome.tables = {}
-    tables = {name: pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-              for name, tables in parts.items()}
-    spilled = {name: spill(table, spool) for name, table in tables.items() if table.nbytes >= least}
-    return _GroupDone(outcomes, rows, {n: t for n, t in tables.items() if n not in spilled}, spilled)
+    return _Read(outcomes, [write_part(root, name, pa.concat_tables(tables)) for name, tables in parts.items()])
 
 
 def _read_remote(tasks: list[_Task], executor_config: ExecutorConfig) -> Iterator[_Outcome]:
@@ -249,7 +243,7 @@ def _account(summary: IngestSummary, outcome: _Outcome) -> None:
         summary.pending.append((record.source_path, record.pending_bytes))
     if outcome.change == "unchanged":
         return
-    counts = {name: table.num_rows for name, table in outcome.tables.items()}
+    counts = outcome.rows()
     summary.sessions += counts.get("sessions", 0)
     summary.events += counts.get("events", 0)
     summary.quarantined += counts.get("quarantine", 0)
@@ -271,6 +265,14 @@ class _Originals:
         self.by_hash = {r.content_hash: r.source_path for r in known.values()
                         if r.content_hash and r.error is None and r.format in SESSION_FORMATS}
 
+    def check_all(self, read: _Read, root: Path) -> _Read:
+        """:meth:`check` each file; rows a worker already wrote for a file found to be a duplicate are
+        taken out of its parts (rare: a copy read in the same run as its original)."""
+        checked = [self.check(outcome) for outcome in read.outcomes]
+        gone = {o.record.file_gen for o, c in zip(read.outcomes, checked) if c is not o and o.written}
+        parts = [kept for part in read.parts for kept in _without_gens(root, part, gone)] if gone else read.parts
+        return _Read(checked, parts)
+
     def check(self, outcome: _Outcome) -> _Outcome:
         record = outcome.record
         if not outcome.save or record.error or record.format not in SESSION_FORMATS or not record.content_hash:
@@ -286,10 +288,22 @@ class _Originals:
 SESSION_FORMATS = frozenset({"g0", "g1", "g2"})
 
 
+def _without_gens(root: Path, part: Part, gens: set[int]) -> list[Part]:
+    """``part`` without the rows of generations ``gens``: written again, or gone when none is left."""
+    if not gens.intersection(part.gens):
+        return [part]
+    path = root / part.table / part.name
+    table = pq.read_table(path)
+    kept = table.filter(pc.invert(pc.is_in(table.column("file_gen"), pa.array(sorted(gens), pa.int64()))))
+    path.unlink()  # not registered yet: nothing refers to it
+    return [write_part(root, part.table, kept)] if kept.num_rows else []
+
+
 @dataclass
 class _Batch:
     tables: dict[str, list[pa.Table]] = field(default_factory=lambda: {name: [] for name in TABLES})
     records: list[FileRecord] = field(default_factory=list)
+    parts: list[Part] = field(default_factory=list)  # written by workers
     bytes: int = 0
 
     def add(self, outcome: _Outcome) -> None:
@@ -299,10 +313,10 @@ class _Batch:
         self.bytes += outcome.bytes_read
 
     def commit(self, store: Store) -> None:
-        if not self.records:
+        if not self.records and not self.parts:
             return
         tables = {name: pa.concat_tables(parts) for name, parts in self.tables.items() if parts}
-        store.commit(tables, {"files": [r.row() for r in self.records]})
+        store.commit(tables, {"files": [r.row() for r in self.records]}, self.parts)
         self.__init__()
 
 

@@ -27,7 +27,7 @@ import xxhash
 
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
 from logmine.ingest.reader import ContentStream, iter_lines, open_content
-from logmine.ingest.records import EXCERPT_CHARS, EventRows, FileRecord
+from logmine.ingest.records import EXCERPT_CHARS, EventRows, FileRecord, parse_ts
 from logmine.redact import Redactor
 
 MAX_G0_BYTES = 1 << 30
@@ -275,7 +275,7 @@ def _headerless_session(mapper: SessionMapper) -> None:
     """A file that never had its session_meta line (truncated at the start) still gets a session."""
     state = mapper.state
     state.meta_seen = True
-    first_ts = mapper.events.first("ts")
+    first_ts = parse_ts(mapper.events.first("ts"))
     mapper.sessions.append({"session_id": state.session_id, "source_path": mapper.source_path,
                             "format": state.format, "started_at": first_ts, "file_gen": mapper.file_gen})
 

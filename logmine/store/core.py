@@ -40,12 +40,10 @@ import atexit
 import fcntl
 import functools
 import logging
-import os
 import shutil
 import tempfile
-import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -55,7 +53,7 @@ import pyarrow.parquet as pq
 from logmine.errors import LogmineError
 from logmine.redact import Redactor, redact_table
 from logmine.store.catalog import STALE_SQL, STATE_DDL, STATE_TEXT, TABLES, VIEWS, migrate_state
-from logmine.store.parts import PartProblem, deep_problem, quick_problem
+from logmine.store.parts import Part, PartProblem, deep_problem, quick_problem, write_part
 from logmine.store.rows import table_of_columns
 
 CATALOG = "catalog.duckdb"
@@ -165,28 +163,32 @@ class Store:
         """What the redaction gate replaced in this store's commits so far, by kind."""
         return self._redactor.counts if self._redactor else Counter()
 
-    def commit(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]]) -> None:
+    def commit(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]], parts: Sequence[Part] = ()) -> None:
         """Write the tables as new parts and upsert the stage's state rows, atomically.
 
         ``state`` maps a state table (``files``, ``segmented``) to whole rows for it. Tables and the
         free-text columns of state rows pass the redaction gate first (see the module docstring).
+        ``parts`` were written already (:func:`~logmine.store.parts.write_part`, by ingest's workers)
+        and are registered here; they are taken only for a table redacted at its source.
         """
+        for part in parts:
+            if not TABLES[part.table].redacted_at_source:
+                raise StoreError(f"a part of table {part.table} must pass the redaction gate: commit its rows")
         tables, state = self._redacted(tables, state)
-        written: list[tuple[str, Path, list[int]]] = []
+        written: list[Part] = []
         try:
             for name, table in tables.items():
                 if table.num_rows:
-                    gens = sorted(set(table.column(TABLES[name].gen_column).to_pylist()))
-                    written.append((name, self._write_part(name, table), gens))
+                    written.append(write_part(self.root, name, table))
         except OSError as exc:
-            for _, path, _ in written:
-                path.unlink(missing_ok=True)
+            for part in written:
+                (self.root / part.table / part.name).unlink(missing_ok=True)
             raise StoreError(f"cannot write to store {self.root}: {exc.strerror}") from exc
         con = self.con
         con.execute("BEGIN TRANSACTION")
         try:
-            for name, path, gens in written:
-                con.execute("INSERT INTO parts VALUES (?, ?, ?)", [name, path.name, gens])
+            for part in (*parts, *written):
+                con.execute("INSERT INTO parts VALUES (?, ?, ?)", [part.table, part.name, list(part.gens)])
             for table, rows in state.items():
                 if rows:
                     self._upsert(table, rows)
@@ -264,15 +266,6 @@ class Store:
         return [c for (c,) in self.con.execute(
             "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ? "
             "ORDER BY column_index", [name]).fetchall()]
-
-    def _write_part(self, name: str, table: pa.Table) -> Path:
-        final = self.root / name / f"part-{uuid.uuid4().hex}.parquet"
-        tmp = final.with_suffix(".tmp")
-        pq.write_table(table, tmp, compression="zstd")
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, final)
-        return final
 
     def _dead_parts(self) -> list[tuple[str, str]]:
         """Parts none of whose rows belong to a live generation."""

@@ -6,10 +6,16 @@ check (:func:`deep_problem`) reads each part whole and is what ``logmine doctor`
 
 from __future__ import annotations
 
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from logmine.store.catalog import TABLES
 
 _MAGIC = b"PAR1"
 
@@ -30,6 +36,30 @@ class PartProblem:
 
     def line(self) -> str:
         return f"part {self.path} is {self.kind}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A part written (:func:`write_part`) and not yet registered: its table, file name and the
+    generations of its rows. :meth:`Store.commit <logmine.store.Store.commit>` registers it."""
+
+    table: str
+    name: str
+    gens: tuple[int, ...]
+
+
+def write_part(root: Path, table: str, rows: pa.Table) -> Part:
+    """Write ``rows`` as a new part of ``table`` under the store ``root``: a temporary name, fsync,
+    then its own name. Until a commit registers it, it is an orphan the next open deletes. Any process
+    may write one (ingest's workers do, while their driver holds the store)."""
+    final = Path(root) / table / f"part-{uuid.uuid4().hex}.parquet"
+    tmp = final.with_suffix(".tmp")
+    pq.write_table(rows, tmp, compression="zstd")
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, final)
+    gens = pc.unique(rows.column(TABLES[table].gen_column)).to_pylist()
+    return Part(table, final.name, tuple(sorted(gens)))
 
 
 def quick_problem(root: Path, table: str, name: str) -> PartProblem | None:

@@ -25,9 +25,11 @@ def table_of(rows: Sequence[dict], schema: pa.Schema) -> pa.Table:
 
 
 def table_of_columns(columns: Sequence[list], schema: pa.Schema) -> pa.Table:
-    """The columns (lists of values, in ``schema``'s order) as a table of ``schema``."""
+    """The columns (lists of values, or Arrow arrays of the field's type, in ``schema``'s order) as a
+    table of ``schema``."""
     without_pandas_lookup()
-    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, schema)]
+    arrays = [values if isinstance(values, pa.Array) else pa.array(values, type=field.type)
+              for values, field in zip(columns, schema)]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 

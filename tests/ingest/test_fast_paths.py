@@ -4,8 +4,8 @@ Each fast path is checked against the slow one it replaces: redacting a chunk of
 redacting each line alone, one prefilter scan of joined lines against a scan of each line, a rule
 tried only where its keyword starts against ``finditer`` (structured keys too), the base64 block
 search against its regex, encrypted reasoning cut out by ``find`` against its regex, column-built
-Arrow tables against ``from_pylist`` (events kept as columns too), worker processes that hand
-their tables over in files, grouped, against reading in-process, the cached Hyperscan database
+Arrow tables against ``from_pylist``, the ``ts`` column parsed by Arrow against each stamp parsed by Python (events kept as columns too), worker processes that hand
+write their groups' rows as parts, against reading in-process (copies of a file among them too), the cached Hyperscan database
 against a fresh compile. Secrets are generated when the test runs.
 """
 
@@ -23,15 +23,14 @@ from conftest import FIXTURES, query
 from redact.planted import planted
 
 import logmine.ingest.run as run
-from logmine.ingest.arrow import spill, unspill
-from logmine.ingest.records import EventRows
+from logmine.ingest.records import EventRows, parse_ts, ts_array
 from logmine.ingest.run import IngestConfig, ingest
 from logmine.redact import Redactor, encoded
 from logmine.redact.engine import matches, ruleset
 from logmine.redact.patterns import JSON_PAIRS, OPAQUE, keyed_value, replace_spans, secret_key_kind
 from logmine.redact.prefilter import mask_opaque
 from logmine.store.rows import table_of
-from logmine.store.tables import EVENTS, SESSIONS
+from logmine.store.tables import EVENTS, SESSIONS, TS
 
 PLANTED = planted()
 
@@ -158,11 +157,16 @@ def test_events_kept_as_columns_make_the_table_rows_make():
     assert events.table().equals(table_of(rows[:450], EVENTS)) and events.first("seq") == 0
 
 
-def test_spilled_tables_come_back_whole(tmp_path):
-    table = pa.Table.from_pylist([{"seq": i, "text": "x" * i} for i in range(100)], schema=EVENTS)
-    path = spill(table, str(tmp_path))
-    assert unspill(path).equals(table)
-    assert not list(tmp_path.iterdir())
+STAMPS = ["2025-09-01T12:34:56.123Z", "2025-09-01T12:34:56.123456Z", "2025-09-01T12:34:56.123456789Z",
+          "2025-09-01T12:34:56Z", "2025-09-01T12:34:56+02:00", "2025-09-01T12:34:56.5-0130", "1969-12-31T23:59:59.9999Z",
+          "2025-09-01 12:34:56Z", "2025-09-01T12:34Z", "2024-02-29T00:00:00.000Z", None]
+
+
+@pytest.mark.parametrize("odd", [None, "2025-09-01T12:34:56", "2025-09-01", "20250901T123456Z", "not a time",
+                                 "9999-12-31T23:59:59Z", "2025-13-01T00:00:00Z"])
+def test_the_ts_column_parsed_at_once_equals_each_stamp_parsed_alone(odd):
+    stamps = [*STAMPS, odd]
+    assert ts_array(stamps).equals(pa.array([parse_ts(s) for s in stamps], TS))
 
 
 def test_ingest_imports_no_pandas(tmp_path):
@@ -176,7 +180,6 @@ def test_ingest_imports_no_pandas(tmp_path):
 @pytest.fixture
 def parallel_always(monkeypatch):
     monkeypatch.setattr(run, "PARALLEL_MIN_BYTES", 0)  # a small corpus goes to worker processes too
-    monkeypatch.setattr(run, "SPILL_BYTES", 0)  # and every table they make reaches the driver in a file
     monkeypatch.setattr(run, "GROUP_MIN_BYTES", 1)  # in groups of a few files each
 
 
@@ -184,6 +187,10 @@ def test_worker_processes_store_what_one_process_stores(tmp_path, parallel_alway
     corpus = tmp_path / "corpus"
     shutil.copytree(FIXTURES / "codex-generated", corpus)
     (corpus / "secrets.jsonl").write_text("\n".join(_log_lines()[-60:]) + "\n")
+    original = sorted(corpus.rglob("*.jsonl"))[0]
+    for copy in ("a-copy.jsonl", "zz/copy.jsonl", "zz/copy-2.jsonl"):  # stored once, in whichever group
+        (corpus / copy).parent.mkdir(exist_ok=True)
+        shutil.copy(original, corpus / copy)
     tables = {}
     for jobs in (1, 2):
         store = tmp_path / f"store-{jobs}"
@@ -191,6 +198,9 @@ def test_worker_processes_store_what_one_process_stores(tmp_path, parallel_alway
         tables[jobs] = [query(store, f"SELECT * EXCLUDE (file_gen) FROM {t} ORDER BY ALL")
                         for t in ("sessions", "events", "quarantine")]
         tables[jobs].append(query(store, "SELECT * EXCLUDE (file_gen, mtime_ns) FROM files ORDER BY ALL"))
+        parts = {row["path"] for row in query(store, "SELECT path FROM parts WHERE table_name = 'events'")}
+        assert {p.name for p in (store / "events").iterdir()} == parts | {"_empty.parquet"}  # no stray part
+    assert sum(row["format"] == "duplicate" for row in tables[2][3]) == 3
     assert tables[1] == tables[2] and tables[1][1]
 
 

@@ -19,8 +19,9 @@ from redact.planted import planted
 
 import logmine
 from logmine.ingest.records import TABLES as INGEST_TABLES
-from logmine.store import Store
+from logmine.store import Store, StoreError
 from logmine.store.catalog import STATE_TEXT, TABLES
+from logmine.store.parts import write_part
 
 PLANTED = planted()  # random on every run
 GEN = 7
@@ -108,3 +109,16 @@ def test_the_writers_of_the_store_are_known():
     for name in ("segment/run.py", "verify/run.py"):
         committed = set(re.findall(r'"(\w+)": pa\.Table', (root / name).read_text()))
         assert committed and not committed & set(INGEST_TABLES), (name, committed)
+    part_writers = {str(p.relative_to(root)) for p in root.rglob("*.py") if re.search(r"\bwrite_part\(", p.read_text())}
+    assert part_writers == {"store/parts.py", "store/core.py", "ingest/run.py"}, part_writers  # ingest: its workers
+
+
+@pytest.mark.parametrize("name", [n for n, s in TABLES.items() if not s.redacted_at_source])
+def test_a_part_written_outside_the_gate_is_refused_for_a_gated_table(tmp_path, name):
+    """Parts written before the commit (ingest's workers write theirs) skip the gate, so the store
+    takes them only for tables redacted at their source."""
+    with Store(tmp_path / "store") as store:
+        part = write_part(store.root, name, _table(name))
+        with pytest.raises(StoreError, match="must pass the redaction gate"):
+            store.commit({}, _live_state("x"), [part])
+        assert store.con.execute("SELECT count(*) FROM parts").fetchone()[0] == 0
