@@ -163,6 +163,7 @@ def _reward(tag: str, bundle: Path, logs: Path, solve: bool) -> str:
     return reward.read_text().strip()
 
 
+@pytest.mark.slow(3)  # minutes: builds an image per scenario
 def test_exported_bundles_build_with_podman_and_grade_0_then_1(gen, host_store, cache, tmp_path):
     from logmine.export.tmax import TmaxExportConfig, export_tmax
 

@@ -20,7 +20,7 @@ from logmine.train.config import load_config
 from logmine.train.grpo import train_grpo
 from logmine.train.grpo_config import GrpoTrainConfig
 
-pytestmark = [pytest.mark.slow,
+pytestmark = [pytest.mark.slow(6),  # minutes on 2 cores
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")]
 
 ROLLOUT = {"max_turns": 3, "max_turn_tokens": 96}
