@@ -6,14 +6,16 @@ script that does ``from logmine.__main__ import main``, before it runs its unit:
 modules imported here, every worker would import the whole CLI (and a worker importing
 :mod:`logmine.cli` used to start a forkserver of its own from the copied ``sys.argv``, and die).
 
-Before the CLI imports its command modules (a third of a second), :func:`main` starts what the
-command will need: for ``logmine ingest`` with local workers (the default), ingest's forkserver, which
+A command line imports only the CLI module of the command it names (:data:`COMMAND_MODULES`;
+all of them only for ``--help`` or no command). Before that, :func:`main` starts what the command
+will need: for ``logmine ingest`` with local workers (the default), ingest's forkserver, which
 imports ingest and compiles the redaction rules on the other core meanwhile
 (:mod:`logmine.executor.forkserver`).
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -28,9 +30,33 @@ def main() -> None:
     if answered_unchanged(sys.argv[1:], started):
         return
     start_for(sys.argv[1:])
-    from logmine.cli import app
-
+    module = command_module(sys.argv[1:])
+    if module is None:
+        from logmine.cli.commands import app
+    else:  # only the command's own module: `logmine ingest` imports neither training nor export
+        importlib.import_module(f"logmine.cli.{module}")
+        from logmine.cli.main import app
     app()
+
+
+#: The module of :mod:`logmine.cli` that registers each command (tests/cli/test_early.py keeps this
+#: complete and true).
+COMMAND_MODULES = {
+    "ingest": "ingest", "stats": "ingest", "segment": "segment", "verify": "verify", "export": "export",
+    "train": "train", "filter": "evaluate", "eval": "evaluate", "run": "run", "doctor": "maintenance",
+    "scan": "maintenance", "env": "env",
+}
+
+
+def command_module(argv: Sequence[str]) -> str | None:
+    """The module registering the command ``argv`` names (its first word that is no option: the root
+    options take no value), else None (no command, ``--help``, an unknown name: the whole CLI loads)."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return COMMAND_MODULES.get(arg)
+    return None
 
 
 def answered_unchanged(argv: Sequence[str], started: float) -> bool:

@@ -13,6 +13,12 @@ from logmine.ingest.run import IngestConfig, ingest
 # Nothing is ever downloaded from a model hub: tests build tiny tokenizers and models locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# In a pytest-xdist worker (the README's `pytest -n auto`), torch and the tokenizers use one thread:
+# two workers each spinning two threads on two cores made the training tests three times slower.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -13,7 +13,7 @@ import pytest
 from conftest import query
 from typer.testing import CliRunner
 
-from logmine.cli import app
+from logmine.cli.commands import app
 from logmine.cli.ingest import ingest_cmd
 from logmine.ingest.run import IngestConfig
 

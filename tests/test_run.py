@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES, query
 from typer.testing import CliRunner
 
-from logmine.cli import app
+from logmine.cli.commands import app
 from logmine.export.tmax import SCHEMA
 from logmine.run import RunConfig, run_pipeline
 from logmine.store import Store, StoreError

@@ -4,20 +4,7 @@ Each command parses its flags into the stage's config dataclass and calls one li
 The app and its root options are in :mod:`.main`; the shared pieces in :mod:`.output` (consoles,
 progress bars), :mod:`.options` (shared options, flags → config) and :mod:`.errors` (the one error
 path: ``Error: …`` on stderr, never a bare traceback); one module per command group registers its
-commands on the app when imported here.
+commands on the app when imported. :mod:`.commands` imports them all (``from logmine.cli.commands
+import app``); this package imports none, so a command line loads only its own command's module
+(:func:`logmine.__main__.main`).
 """
-
-from logmine.cli import (  # noqa: F401 - registers the commands
-    env,
-    evaluate,
-    export,
-    ingest,
-    maintenance,
-    run,
-    segment,
-    train,
-    verify,
-)
-from logmine.cli.main import app
-
-__all__ = ["app"]

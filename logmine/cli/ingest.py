@@ -28,7 +28,6 @@ from logmine.ingest.report import render_stats, stats
 from logmine.ingest.run import IngestConfig, NothingToIngest, ingest
 from logmine.ingest.summary import print_summary
 from logmine.store import Store
-from logmine.verify.report import environment_counts
 
 MIB_SHIFT = 20  # the flags count MiB, the config bytes
 
@@ -88,6 +87,8 @@ def stats_cmd(
     store = store_path(store)
     if not (store / "catalog.duckdb").exists():
         fail(f"no logmine store at {store}", "run `logmine ingest` first or pass --store")
+    from logmine.verify.report import environment_counts  # here: `logmine ingest` need not import verify
+
     counts = stats(store)
     with Store(store, read_only=True) as opened:
         counts["environments"] = environment_counts(opened)

@@ -1,7 +1,7 @@
 """The ``logmine`` app: the root command group and its options (``--version``, ``--debug``).
 
 The command modules (:mod:`logmine.cli.ingest`, ...) register their commands on :data:`app`;
-:mod:`logmine.cli` imports them all. Every exception escaping a command passes through
+:mod:`logmine.cli.commands` imports them all, a command line only its own. Every exception escaping a command passes through
 :meth:`_RootGroup.invoke`, the one place it becomes an exit (see :mod:`logmine.cli.errors`).
 """
 

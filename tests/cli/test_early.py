@@ -15,7 +15,7 @@ import time
 import pytest
 from conftest import FIXTURES
 
-from logmine.__main__ import wants_ingest_workers
+from logmine.__main__ import COMMAND_MODULES, command_module, wants_ingest_workers
 from logmine.executor.forkserver import INGEST_PRELOAD
 
 
@@ -38,6 +38,39 @@ def test_only_an_ingest_with_local_workers_starts_them_early(argv, wanted):
 
 def test_the_early_preload_is_the_one_ingest_uses():
     assert INGEST_PRELOAD == ("logmine.ingest.worker",)
+
+
+def _registered(modules: list[str]) -> set[str]:
+    """The command names the app has after importing ``modules`` of logmine.cli, in a fresh process."""
+    code = ("import importlib, sys, typer.main; [importlib.import_module('logmine.cli.' + m) for m in sys.argv[1:]]; "
+            "from logmine.cli.main import app; print(' '.join(typer.main.get_command(app).commands))")
+    out = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_each_command_is_registered_by_the_module_the_program_imports_for_it():
+    every = _registered(sorted(set(COMMAND_MODULES.values())))
+    assert every == set(COMMAND_MODULES) == _registered(["__init__", "commands"][1:])
+    for module in sorted(set(COMMAND_MODULES.values())):
+        assert _registered([module]) == {c for c, m in COMMAND_MODULES.items() if m == module}, module
+
+
+@pytest.mark.parametrize(("argv", "module"), [
+    (["ingest", "logs/"], "ingest"), (["--debug", "stats"], "ingest"), (["export", "sft", "--help"], "export"),
+    (["train", "grpo"], "train"), (["filter"], "evaluate"), (["--help"], None), ([], None), (["ingset"], None),
+])
+def test_a_command_line_names_the_module_of_its_command(argv, module):
+    assert command_module(argv) == module
+
+
+def test_an_ingest_command_line_imports_neither_training_nor_export(tmp_path):
+    code = ("import runpy, sys; sys.argv = ['logmine', 'ingest', '--help']\n"
+            "try:\n    runpy.run_module('logmine', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('logmine.cli.', 'logmine.export', 'logmine.train', "
+            "'logmine.verify'))), file=sys.stderr)")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    assert "'logmine.cli.ingest'" in loaded and "logmine.cli.export" not in loaded, loaded
+    assert "logmine.export" not in loaded and "logmine.train" not in loaded and "logmine.verify" not in loaded, loaded
 
 
 def test_importing_the_program_imports_neither_the_cli_nor_a_stage():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from logmine.cli import app
+from logmine.cli.commands import app
 
 runner = CliRunner()
 SECRET = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 3  # an OpenAI project key, as a log line might quote it
@@ -75,7 +75,7 @@ import logmine.cli.ingest
 def bug(*args, **kwargs):
     raise RuntimeError("the parser choked")
 logmine.cli.ingest.ingest = bug
-from logmine.cli import app
+from logmine.cli.commands import app
 sys.argv[0] = "logmine"
 app()
 """

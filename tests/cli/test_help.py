@@ -7,7 +7,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from logmine import __version__
-from logmine.cli import app
+from logmine.cli.commands import app
 
 runner = CliRunner()
 

@@ -9,7 +9,7 @@ from conftest import FIXTURES
 from redact.planted import planted
 from typer.testing import CliRunner
 
-from logmine.cli import app
+from logmine.cli.commands import app
 
 runner = CliRunner()
 

@@ -15,7 +15,7 @@ import pytest
 from rl_support import submitter
 from typer.testing import CliRunner
 
-from logmine.cli import app
+from logmine.cli.commands import app
 from logmine.evaluate.filter import filter_tasks
 from logmine.evaluate.report import evaluate
 from logmine.evaluate.sampling import SAMPLES, SampleConfig, SamplingError

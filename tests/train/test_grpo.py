@@ -14,7 +14,7 @@ from rl_support import solved_variant, submitter, tmax_dir
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from logmine.cli import app
+from logmine.cli.commands import app
 from logmine.train.config import ConfigError, load_config
 from logmine.train.grpo import train_grpo
 from logmine.train.grpo_config import GrpoTrainConfig
