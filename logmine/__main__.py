@@ -49,14 +49,14 @@ COMMAND_MODULES = {
 
 
 def command_module(argv: Sequence[str]) -> str | None:
-    """The module registering the command ``argv`` names (its first word that is no option: the root
-    options take no value), else None (no command, ``--help``, an unknown name: the whole CLI loads)."""
-    for arg in argv:
-        if arg == "--":
-            return None
-        if not arg.startswith("-"):
-            return COMMAND_MODULES.get(arg)
-    return None
+    """The module registering the command ``argv`` names, else None (no command, ``--help``, an
+    unknown name: the whole CLI loads)."""
+    return COMMAND_MODULES.get(command_name(argv))
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is no option (the root options take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def answered_unchanged(argv: Sequence[str], started: float) -> bool:
@@ -151,8 +151,7 @@ def wants_ingest_workers(argv: Sequence[str]) -> bool:
     """Is ``argv`` an ``ingest`` that reads with local worker processes (not ``--help``, ``--jobs 1``
     or another executor)? A pipeline file may still say ``jobs = 1``: the server then idles."""
     args = list(argv)
-    command = next((a for a in args if not a.startswith("-")), None)
-    if command != "ingest" or {"--help", "-h"} & set(args):
+    if command_name(args) != "ingest" or {"--help", "-h"} & set(args):
         return False
     return _option(args, "--jobs", "-j") != "1" and _option(args, "--executor") in (None, "local")
 

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, ExecutorError, forkserver, make_executor, paths_unreadable
@@ -25,7 +23,7 @@ from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
 from logmine.redact import Redactor
 from logmine.store import CATALOG, DEFAULT_STORE, Store
-from logmine.store.parts import Part, write_part
+from logmine.store.parts import Part, without_gens, write_part
 from logmine.store.rows import table_of
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
@@ -270,7 +268,7 @@ class _Originals:
         taken out of its parts (rare: a copy read in the same run as its original)."""
         checked = [self.check(outcome) for outcome in read.outcomes]
         gone = {o.record.file_gen for o, c in zip(read.outcomes, checked) if c is not o and o.written}
-        parts = [kept for part in read.parts for kept in _without_gens(root, part, gone)] if gone else read.parts
+        parts = [kept for part in read.parts for kept in without_gens(root, part, gone)] if gone else read.parts
         return _Read(checked, parts)
 
     def check(self, outcome: _Outcome) -> _Outcome:
@@ -286,17 +284,6 @@ class _Originals:
 
 
 SESSION_FORMATS = frozenset({"g0", "g1", "g2"})
-
-
-def _without_gens(root: Path, part: Part, gens: set[int]) -> list[Part]:
-    """``part`` without the rows of generations ``gens``: written again, or gone when none is left."""
-    if not gens.intersection(part.gens):
-        return [part]
-    path = root / part.table / part.name
-    table = pq.read_table(path)
-    kept = table.filter(pc.invert(pc.is_in(table.column("file_gen"), pa.array(sorted(gens), pa.int64()))))
-    path.unlink()  # not registered yet: nothing refers to it
-    return [write_part(root, part.table, kept)] if kept.num_rows else []
 
 
 @dataclass

@@ -62,6 +62,19 @@ def write_part(root: Path, table: str, rows: pa.Table) -> Part:
     return Part(table, final.name, tuple(sorted(gens)))
 
 
+def without_gens(root: Path, part: Part, gens: set[int]) -> list[Part]:
+    """An unregistered ``part`` without the rows of generations ``gens``: itself when it has none of
+    them, else written again without them (and the old file deleted), or nothing when no row is left."""
+    if not gens.intersection(part.gens):
+        return [part]
+    path = Path(root) / part.table / part.name
+    rows = pq.read_table(path)
+    gen = rows.column(TABLES[part.table].gen_column)
+    kept = rows.filter(pc.invert(pc.is_in(gen, pa.array(sorted(gens), gen.type))))
+    path.unlink()  # not registered yet: nothing refers to it
+    return [write_part(root, part.table, kept)] if kept.num_rows else []
+
+
 def quick_problem(root: Path, table: str, name: str) -> PartProblem | None:
     """Missing, not a regular file, unreadable, or without the Parquet magic at either end."""
     path = root / table / name
