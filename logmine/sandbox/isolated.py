@@ -45,8 +45,10 @@ class IsolatedSandbox:
             launched = self._backend.launch(["bash", "-c", command], self._inside(cwd), env, subprocess.DEVNULL)
         except OSError as exc:
             return CommandResult(None, "", time.monotonic() - started, error=f"could not start the sandbox: {exc}")
+        # the command's wall clock starts once it is spawned: a container backend first starts its
+        # container (bounded by its own engine timeout), which is not the command's time
         wall_s = timeout_s if timeout_s is not None else self._limits.wall_s
-        return run_once(launched, started, wall_s, self._limits.output_bytes)
+        return run_once(launched, time.monotonic(), wall_s, self._limits.output_bytes)
 
     def shell(self, cwd: str | None = None) -> PersistentShell:
         """A persistent shell starting in ``cwd``; a start failure shows in its first result."""
