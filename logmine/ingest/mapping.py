@@ -306,12 +306,11 @@ class SessionMapper:
             self.state.explicit_turns = True
             self.state.turn_id = turn_id
 
-    def _emit(self, ctx: _Ctx, kind: str, record_type: str, **fields) -> None:
+    def _emit(self, ctx: _Ctx, kind: str, record_type: str, is_injected: bool | None = False, **fields) -> None:
         state = self.state
-        if fields.get("is_injected", False) is None:
-            fields["is_injected"] = False
         self.events.append((state.session_id, state.seq, ctx.line_no, ctx.offset, ctx.ts, state.turn_id, kind,
-                            record_type, self.source_path, state.format, ctx.raw, self.file_gen, False), fields)
+                            record_type, self.source_path, state.format, ctx.raw, self.file_gen, bool(is_injected)),
+                           fields)
         state.seq += 1
         ctx.raw = None  # a line's raw text is stored once, on its first event
 

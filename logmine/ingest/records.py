@@ -84,11 +84,16 @@ class EventRows:
         """One event: ``values`` in :data:`DENSE` order, and other columns in ``fields`` (a dense
         column named there overrides its value in ``values``; None is the default of the rest)."""
         row = len(self.rows)
+        dense, sparse = self._AT, self.sparse
         for name, value in fields.items():
-            if (at := self._AT.get(name)) is not None:
-                values = (*values[:at], value, *values[at + 1:])
+            if name in dense:
+                at = dense[name]
+                values = values[:at] + (value,) + values[at + 1:]
             elif value is not None:
-                self.sparse.setdefault(name, []).append((row, value))
+                if (pairs := sparse.get(name)) is None:
+                    sparse[name] = [(row, value)]
+                else:
+                    pairs.append((row, value))
         self.rows.append(values)
 
     def set_missing(self, name: str, value) -> None:
@@ -120,9 +125,11 @@ class EventRows:
                 columns.append(ts_array(dense.get(name, ())))
             elif name in self._AT:
                 columns.append(dense.get(name, ()))
+            elif name not in self.sparse:  # most columns of most files: no event sets them
+                columns.append(pa.nulls(len(self.rows), EVENTS.field(name).type))
             else:
                 values = [None] * len(self.rows)
-                for row, value in self.sparse.get(name, ()):
+                for row, value in self.sparse[name]:
                     values[row] = value
                 columns.append(values)
         return table_of_columns(columns, EVENTS)
