@@ -86,8 +86,7 @@ class EventRows:
         row = len(self.rows)
         dense, sparse = self._AT, self.sparse
         for name, value in fields.items():
-            if name in dense:
-                at = dense[name]
+            if (at := dense.get(name)) is not None:
                 values = values[:at] + (value,) + values[at + 1:]
             elif value is not None:
                 if (pairs := sparse.get(name)) is None:
