@@ -26,7 +26,7 @@ import orjson
 import xxhash
 
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
-from logmine.ingest.reader import ContentStream, iter_lines, open_content
+from logmine.ingest.reader import Block, ContentStream, iter_blocks, iter_lines, open_content
 from logmine.ingest.records import EXCERPT_CHARS, EventRows, FileRecord, parse_ts
 from logmine.redact import Redactor
 
@@ -34,7 +34,8 @@ MAX_G0_BYTES = 1 << 30
 BOM = b"\xef\xbb\xbf"
 RESUMABLE = frozenset({"g1", "g2", "history"})  # formats read line by line, so a grown file resumes
 # Lines are redacted in batches (one prefilter pass per batch, :meth:`Redactor.redact_jsonl`); a
-# batch ends at this many lines or bytes, whichever comes first, so memory stays bounded.
+# batch ends once it holds this many lines or bytes, whichever comes first, so memory stays bounded
+# (a chunk's lines, at most :data:`~logmine.ingest.reader.CHUNK` bytes, join a batch together).
 BATCH_LINES = 4096
 BATCH_BYTES = 16 << 20
 
@@ -103,7 +104,7 @@ def unchanged(prev: FileRecord | None, size: int, mtime_ns: int) -> bool:
 
 @dataclass
 class _LineBatch:
-    """Lines waiting to be redacted together: up to :data:`BATCH_LINES` lines or :data:`BATCH_BYTES`."""
+    """Lines waiting to be redacted together: about :data:`BATCH_LINES` lines or :data:`BATCH_BYTES`."""
 
     numbers: list[int] = field(default_factory=list)
     offsets: list[int] = field(default_factory=list)
@@ -115,6 +116,22 @@ class _LineBatch:
         self.offsets.append(offset)
         self.data.append(data)
         self.size += len(data)
+
+    def extend(self, first: int, block: Block) -> None:
+        """A block's lines, numbered from ``first``; blank lines are skipped, a BOM at offset 0 dropped."""
+        lines = block.lines
+        if block.offsets[0] == 0:
+            lines = [lines[0].removeprefix(BOM), *lines[1:]]
+        if all(map(bytes.strip, lines)):  # no blank line (strip returns the line itself when it can)
+            self.numbers.extend(range(first, first + len(lines)))
+            self.offsets.extend(block.offsets)
+            self.data.extend(lines)
+        else:
+            kept = [i for i, data in enumerate(lines) if data.strip()]
+            self.numbers.extend(first + i for i in kept)
+            self.offsets.extend(block.offsets[i] for i in kept)
+            self.data.extend(lines[i] for i in kept)
+        self.size += sum(map(len, lines))
 
     def full(self) -> bool:
         return len(self.numbers) >= BATCH_LINES or self.size >= BATCH_BYTES
@@ -141,7 +158,16 @@ class _JsonlReader:
         self.hasher = hasher
         state = self.mapper.state
         batch = _LineBatch()
-        for line in iter_lines(content, start, self.max_line, hasher):
+        for item in iter_blocks(content, start, self.max_line, hasher):
+            if isinstance(item, Block):  # ordinary lines, the bulk of every file
+                first = state.line_no + 1
+                state.line_no += len(item.lines)
+                self.consumed = self.end = item.end
+                batch.extend(first, item)
+                if batch.full():
+                    self._lines(batch)
+                continue
+            line = item  # a line over the limit, or a last one without its newline
             self.end = line.offset + line.length + (1 if line.terminated else 0)
             if not line.terminated and line.data is not None and not _is_json(line.data.removeprefix(BOM)):
                 break  # a line still being written: it waits for the next run
@@ -155,8 +181,6 @@ class _JsonlReader:
                                  "")
             elif line.data.strip():
                 batch.add(state.line_no, line.offset, line.data.removeprefix(BOM) if line.offset == 0 else line.data)
-                if batch.full():
-                    self._lines(batch)
         self._lines(batch)
 
     def _lines(self, batch: _LineBatch) -> None:
@@ -165,15 +189,13 @@ class _JsonlReader:
             return
         state = self.mapper.state
         read_so_far = state.line_no
-        texts: list[str | UnicodeDecodeError] = []
-        valid: list[bytes] = []
-        for data in batch.data:
-            try:
-                texts.append(data.decode("utf-8"))
-                valid.append(data)
-            except UnicodeDecodeError as exc:
-                texts.append(exc)
-        cleans = iter(self.redactor.redact_jsonl([t for t in texts if isinstance(t, str)], valid))
+        try:
+            texts: list[str | UnicodeDecodeError] = [data.decode("utf-8") for data in batch.data]
+            cleans = iter(self.redactor.redact_jsonl(texts, batch.data))
+        except UnicodeDecodeError:
+            texts = list(map(_decoded, batch.data))
+            valid = [data for data, text in zip(batch.data, texts) if isinstance(text, str)]
+            cleans = iter(self.redactor.redact_jsonl([t for t in texts if isinstance(t, str)], valid))
         for line_no, offset, data, text in zip(batch.numbers, batch.offsets, batch.data, texts):
             state.line_no = line_no  # rows and quarantine entries name their own line
             if isinstance(text, str):
@@ -326,6 +348,13 @@ def _first_line_is_brace(path: Path) -> bool:
     with open_content(path) as content:
         head = content.read(64).removeprefix(BOM).lstrip(b" \t\r\n")
     return head[:1] == b"{" and head[1:].lstrip(b" \t\r")[:1] == b"\n"
+
+
+def _decoded(data: bytes) -> str | UnicodeDecodeError:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc
 
 
 def _is_json(data: bytes) -> bool:

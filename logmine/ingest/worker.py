@@ -8,6 +8,8 @@ dies with the ingest that started it (:mod:`logmine.executor.forkserver`).
 
 from __future__ import annotations
 
+import gc
+
 import pyarrow as pa
 
 import logmine.ingest.run  # noqa: F401 - what the workers run
@@ -20,3 +22,4 @@ adopt_if_forkserver()
 ruleset()
 table_of([], pa.schema([]))
 ts_array(["2025-01-01T00:00:00Z"])
+gc.freeze()  # what the imports made is never garbage: the workers' collections no longer walk it
