@@ -20,6 +20,7 @@ END_MARKER = "*** End Patch"
 _BEGIN = re.compile(r"^[^\S\n]*(\*\*\* Begin Patch)[^\S\n]*$", re.M)
 _END = re.compile(r"^[^\S\n]*(\*\*\* End Patch)[^\S\n]*$", re.M)
 # The command word, as a whole word (also as the last part of a path like /usr/bin/apply_patch).
+_COMMAND_WORD = re.compile(r"appl(?:y_patch|ypatch)")  # where _INVOCATION can match
 _INVOCATION = re.compile(r"(?:^|(?<=[\s;&|(){}`'\"/]))(?:apply_patch|applypatch)(?=[\s<'\"]|$)")
 # `<<TAG`, `<<'TAG'`, `<<"TAG"`, `<<-TAG`, spaces allowed after `<<` (real logs use `<< 'PATCH'`).
 _HEREDOC = re.compile(r"[^\S\n]*<<(-?)[^\S\n]*(['\"]?)([^\s'\"<>;&|()]+)\2[^\n]*\n")
@@ -46,8 +47,9 @@ def extract_patch(command_or_text: str | Sequence[str]) -> str | None:
             return from_json
     if stripped.startswith((BEGIN_MARKER, "<<")):
         return _span(text)
-    for match in _INVOCATION.finditer(text):
-        found = _after_invocation(text, match.end())
+    for candidate in _COMMAND_WORD.finditer(text):  # a literal scan; the full pattern checks each hit
+        match = _INVOCATION.match(text, candidate.start())
+        found = _after_invocation(text, match.end()) if match else None
         if found is not None:
             return found
     return None
@@ -88,23 +90,53 @@ def _after_invocation(text: str, pos: int) -> str | None:
         end = text.rfind(END_MARKER, begin)
         return text[begin : end + len(END_MARKER)] if begin >= 0 and end >= 0 else None
     strip_tabs, tag = heredoc.group(1) == "-", heredoc.group(3)
+    rest = text[heredoc.end() :]
+    if not strip_tabs:
+        at = _tag_line(rest, tag)
+        # An unterminated heredoc runs to the end of the script, as bash reads it.
+        return _span(rest if at is None else rest[: max(at - 1, 0)])
     body = []
-    for line in text[heredoc.end() :].split("\n"):
-        if strip_tabs:
-            line = line.lstrip("\t")  # what bash does for `<<-`
+    for line in rest.split("\n"):
+        line = line.lstrip("\t")  # what bash does for `<<-`
         if line.rstrip("\r") == tag:
             break
         body.append(line)
-    # An unterminated heredoc runs to the end of the script, as bash reads it.
     return _span("\n".join(body))
+
+
+def _tag_line(text: str, tag: str) -> int | None:
+    """Where the first line of ``text`` that is ``tag`` (and carriage returns) starts, else None."""
+    at = text.find(tag)
+    while at >= 0:
+        stop = text.find("\n", at)
+        line_end = len(text) if stop < 0 else stop
+        if (at == 0 or text[at - 1] == "\n") and not text[at + len(tag) : line_end].strip("\r"):
+            return at
+        at = text.find(tag, at + 1)
+    return None
 
 
 def _span(text: str) -> str | None:
     """From the first Begin marker line to the last End marker line after it."""
-    begin = _BEGIN.search(text)
+    begin = _marker_line(text, BEGIN_MARKER, first=True)
     if begin is None:
         return None
-    ends = list(_END.finditer(text, begin.end()))
-    if not ends:
-        return None
-    return text[begin.start(1) : ends[-1].end(1)]
+    end = _marker_line(text, END_MARKER, first=False, after=begin[1])
+    return None if end is None else text[begin[0] : end[0] + len(END_MARKER)]
+
+
+def _marker_line(text: str, marker: str, first: bool, after: int = 0) -> tuple[int, int] | None:
+    """(where ``marker`` starts, where its line ends) for the first (else the last, at or after
+    ``after``) line that holds the marker and nothing but non-newline whitespace around it: what
+    :data:`_BEGIN` / :data:`_END` find, looked for with ``str.find`` (a multi-line ``^`` makes the
+    regex engine try every position of the text)."""
+    at = text.find(marker, after) if first else text.rfind(marker, after)
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        stop = text.find("\n", at + len(marker))
+        stop = len(text) if stop < 0 else stop
+        before, rest = text[start:at], text[at + len(marker) : stop]
+        if (not before or before.isspace()) and (not rest or rest.isspace()):
+            return at, stop
+        at = text.find(marker, at + 1) if first else text.rfind(marker, after, at + len(marker) - 1)
+    return None

@@ -61,9 +61,9 @@ class Hunk:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "lines", tuple(self.lines))
-        for line in self.lines:
-            if not line.startswith(_LINE_PREFIXES):
-                raise ValueError(f"hunk line must start with ' ', '-' or '+': {line!r}")
+        bad = next((line for line in self.lines if not line.startswith(_LINE_PREFIXES)), None)
+        if bad is not None:
+            raise ValueError(f"hunk line must start with ' ', '-' or '+': {bad!r}")
 
     @property
     def old_lines(self) -> list[str]:

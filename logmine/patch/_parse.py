@@ -35,6 +35,7 @@ _BAD_HEADER = (
     "is not a valid hunk header. Valid hunk headers: "
     "'*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'"
 )
+_HUNK_LINE = frozenset(("", " ", "+", "-"))  # what a chunk's line starts with (its first character)
 _BAD_LINE = "Every line should start with ' ' (context line), '+' (added line), or '-' (removed line)"
 
 
@@ -103,14 +104,12 @@ def _parse_file_op(body: Sequence[str], i: int) -> tuple[FileOp, int]:
     """Parse the file operation whose header is ``body[i]``; returns it and the lines it used."""
     header = trim(body[i])
     if header.startswith(ADD):
-        content: list[str] = []
         j = i + 1
         # Codex stops at the first line without '+': a blank line inside an added file is an error
         # (reported as a bad header on that line), which models do hit in real logs.
-        while j < len(body) and body[j].startswith("+"):
-            content.append(body[j][1:] + "\n")
-            j += 1
-        return FileOp("add", header[len(ADD) :], content="".join(content)), j - i
+        end = next((k for k in range(j, len(body)) if not body[k].startswith("+")), len(body))
+        content = "".join(line[1:] + "\n" for line in body[j:end])
+        return FileOp("add", header[len(ADD) :], content=content), end - i
     if header.startswith(DELETE):
         return FileOp("delete", header[len(DELETE) :]), 1
     if header.startswith(UPDATE):
@@ -154,27 +153,22 @@ def _parse_hunk(body: Sequence[str], i: int, first: bool) -> tuple[Hunk, int]:
         )
     if j >= len(body):
         raise PatchError.invalid_hunk("Update hunk does not contain any lines", _line_number(j))
-    lines: list[str] = []
+    # The chunk's lines run to the first that is not context, added or removed (an empty line is
+    # empty context: models drop its space, Codex allows it).
+    end = next((k for k in range(j, len(body)) if body[k][:1] not in _HUNK_LINE), len(body))
+    lines = [line or " " for line in body[j:end]]
     end_of_file = False
-    while j < len(body):
-        line = body[j]
-        if trim_end(line) == END_OF_FILE:
+    if end < len(body):
+        if trim_end(body[end]) == END_OF_FILE:
             if not lines:
-                raise PatchError.invalid_hunk("Update hunk does not contain any lines", _line_number(j))
+                raise PatchError.invalid_hunk("Update hunk does not contain any lines", _line_number(end))
             end_of_file = True
-            j += 1
-            break
-        if line == "":
-            lines.append(" ")  # models drop the space of an empty context line; Codex allows it
-        elif line[0] in " +-":
-            lines.append(line)
+            end += 1
         elif not lines:
             raise PatchError.invalid_hunk(
-                f"Unexpected line found in update hunk: '{line}'. {_BAD_LINE}", _line_number(j)
+                f"Unexpected line found in update hunk: '{body[end]}'. {_BAD_LINE}", _line_number(end)
             )
-        else:
-            break  # the start of the next chunk or file
-        j += 1
+    j = end
     return Hunk(header, tuple(lines), end_of_file), j - i
 
 

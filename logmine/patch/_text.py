@@ -34,6 +34,8 @@ def rust_lines(s: str) -> list[str]:
     parts = s.split("\n")
     if parts[-1] == "":
         parts.pop()
+    if "\r" not in s:
+        return parts
     return [p[:-1] if p.endswith("\r") else p for p in parts]
 
 
