@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -22,9 +23,12 @@ from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
 from logmine.redact import Redactor
-from logmine.store import CATALOG, DEFAULT_STORE, Store
+from logmine.store.catalog import CATALOG, DEFAULT_STORE
 from logmine.store.parts import Part, without_gens, write_part
 from logmine.store.rows import table_of
+
+if TYPE_CHECKING:
+    from logmine.store.core import Store
 
 DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 
@@ -70,6 +74,8 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
             and not (config.store / CATALOG).exists()):
         forkserver.start(forkserver.INGEST_PRELOAD)  # a new store: every file is to be read; it starts while the store opens
     seen.forget(config.store)
+    from logmine.store.core import Store  # here: the workers import this module and never open a store
+
     with Store(config.store) as store:
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         originals = _Originals(known)

@@ -6,9 +6,23 @@
 - :mod:`.core`: :class:`Store`, atomic commits of parts and state.
 
 Nothing here imports a stage package; every stage imports this one.
+
+Its names are imported on first use (:func:`__getattr__`): a process that only writes parts or
+builds tables (ingest's workers: :mod:`.parts`, :mod:`.rows`) never imports DuckDB.
 """
 
-from logmine.store.core import CATALOG, DEFAULT_STORE, Store, StoreError, fetch_dicts
-from logmine.store.parts import PartProblem
+import importlib
+
+_HOMES = {"CATALOG": "catalog", "DEFAULT_STORE": "catalog", "Store": "core", "StoreError": "core",
+          "fetch_dicts": "core", "PartProblem": "parts"}
 
 __all__ = ["CATALOG", "DEFAULT_STORE", "PartProblem", "Store", "StoreError", "fetch_dicts"]
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"logmine.store.{home}"), name)
+    globals()[name] = value
+    return value

@@ -8,10 +8,16 @@ live, and the derived views built on top.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 
 from logmine.store import tables as t
+
+CATALOG = "catalog.duckdb"  # the DuckDB file in a store's directory
+#: Where a store lives when neither ``--store``, ``$LOGMINE_STORE`` nor a pipeline file says otherwise
+#: (``logmine/pipelines/codex-default.toml`` names the same directory; a test keeps them equal).
+DEFAULT_STORE = Path("logmine-store")
 
 
 @dataclass(frozen=True, slots=True)

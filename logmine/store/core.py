@@ -52,14 +52,18 @@ import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
 from logmine.redact import Redactor, redact_table
-from logmine.store.catalog import STALE_SQL, STATE_DDL, STATE_TEXT, TABLES, VIEWS, migrate_state
+from logmine.store.catalog import (  # noqa: F401 - CATALOG and DEFAULT_STORE are the store's own names too
+    CATALOG,
+    DEFAULT_STORE,
+    STALE_SQL,
+    STATE_DDL,
+    STATE_TEXT,
+    TABLES,
+    VIEWS,
+    migrate_state,
+)
 from logmine.store.parts import Part, PartProblem, deep_problem, quick_problem, write_part
 from logmine.store.rows import table_of_columns
-
-CATALOG = "catalog.duckdb"
-#: Where a store lives when neither ``--store``, ``$LOGMINE_STORE`` nor a pipeline file says otherwise
-#: (``logmine/pipelines/codex-default.toml`` names the same directory; a test keeps them equal).
-DEFAULT_STORE = Path("logmine-store")
 
 _PARTS_DDL = "CREATE TABLE IF NOT EXISTS parts (table_name VARCHAR, path VARCHAR, gens BIGINT[])"
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value BIGINT)"
