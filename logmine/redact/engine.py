@@ -83,9 +83,16 @@ class Ruleset:
         return [self.rules[i] for i in sorted(found) if i < self.b64]
 
 
-@functools.lru_cache(maxsize=2)
 def ruleset(engine: str | None = None) -> Ruleset:
-    """The shared rule set, compiled on first use (``engine="keywords"``: without Hyperscan)."""
+    """The shared rule set, compiled on first use (``engine="keywords"``: without Hyperscan).
+
+    ``ruleset()`` and ``ruleset(None)`` are one cache entry (``lru_cache`` keys them apart, and a
+    process that warmed one compiled every rule again for the other)."""
+    return _ruleset(engine)
+
+
+@functools.lru_cache(maxsize=2)
+def _ruleset(engine: str | None) -> Ruleset:
     return Ruleset(engine)
 
 

@@ -318,3 +318,12 @@ def test_keyword_prefilter_with_and_without_aho_corasick():
     for line in lines:
         low = line.lower()
         assert selected({k for _, k in rules._automaton.iter(low)}) == selected(rules.scan_keywords(low)), line[:200]
+
+
+def test_every_way_of_asking_for_the_rules_shares_one_compiled_set():
+    """The forkserver warms ``ruleset()``; a worker's ``Redactor()`` must find that set, not compile
+    every rule again (``lru_cache`` keys ``f()`` and ``f(None)`` apart)."""
+    from logmine.redact.engine import ruleset
+
+    assert ruleset() is ruleset(None) is Redactor()._rules is Redactor(None)._rules
+    assert ruleset("keywords") is not ruleset()
