@@ -64,10 +64,11 @@ def test_a_command_line_names_the_module_of_its_command(argv, module):
 
 
 def test_an_ingest_command_line_imports_neither_training_nor_export(tmp_path):
-    code = ("import runpy, sys; sys.argv = ['logmine', 'ingest', '--help']\n"
-            "try:\n    runpy.run_module('logmine', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('logmine.cli.', 'logmine.export', 'logmine.train', "
-            "'logmine.verify'))), file=sys.stderr)")
+    # reported by an exit handler: an ingest ends its process once the handlers have run
+    code = ("import atexit, runpy, sys; sys.argv = ['logmine', 'ingest', '--help']\n"
+            "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith(("
+            "'logmine.cli.', 'logmine.export', 'logmine.train', 'logmine.verify'))), file=sys.stderr))\n"
+            "runpy.run_module('logmine', run_name='__main__')\n")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
     assert "'logmine.cli.ingest'" in loaded and "logmine.cli.export" not in loaded, loaded
     assert "logmine.export" not in loaded and "logmine.train" not in loaded and "logmine.verify" not in loaded, loaded
@@ -124,3 +125,15 @@ def _running(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.parametrize(("exit_with", "code", "stderr"), [("None", 0, ""), ("3", 3, ""), ("'no store'", 1, "no store\n")])
+def test_an_ingest_process_ends_without_teardown_as_python_would_end(tmp_path, exit_with, code, stderr):
+    """The exit handlers run, what was printed arrives, and the exit status is Python's own."""
+    mark = tmp_path / "atexit-ran"
+    program = ("import atexit, sys\nfrom logmine.__main__ import exit_without_teardown\n"
+               f"atexit.register(lambda: open({str(mark)!r}, 'w').close())\n"
+               f"def app():\n    sys.stdout.write('summary')\n    raise SystemExit({exit_with})\n"
+               "exit_without_teardown(app)\nprint('not reached')\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr, mark.exists()) == (code, "summary", stderr, True)
