@@ -77,7 +77,7 @@ class SessionMapper:
 
     # -- entry points, one per on-disk generation ---------------------------------------------
 
-    def g2_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
+    def g2_line(self, obj: dict, line_no: int, offset: int | None, raw: str | bytes) -> None:
         """A typed-wrapper line ``{timestamp, type, payload}``."""
         ctx = _Ctx(line_no, offset, _stamp(obj.get("timestamp")), raw)
         kind, payload = obj.get("type"), obj.get("payload")
@@ -102,7 +102,7 @@ class SessionMapper:
         else:
             self._emit(ctx, "other", str(kind))
 
-    def g1_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
+    def g1_line(self, obj: dict, line_no: int, offset: int | None, raw: str | bytes) -> None:
         """A legacy JSONL line: the bare SessionMeta header, a bare ResponseItem or a state line."""
         ctx = _Ctx(line_no, offset, None, raw)
         record_type = obj.get("record_type")
@@ -129,7 +129,7 @@ class SessionMapper:
             else:
                 self._chat_message(item, ctx)
 
-    def history_line(self, obj: dict, line_no: int, offset: int | None, raw: str) -> None:
+    def history_line(self, obj: dict, line_no: int, offset: int | None, raw: str | bytes) -> None:
         """A ``history.jsonl`` prompt: ``{session_id, ts, text}``."""
         _require(isinstance(obj.get("text"), str), "history entry without text")
         _require(isinstance(obj.get("session_id"), str), "history entry without session_id")
@@ -320,7 +320,7 @@ class _Ctx:
     line_no: int | None
     offset: int | None
     ts: str | None  # the record's ISO timestamp as written; parsed column-wise (records.EventRows.table)
-    raw: str | None
+    raw: str | bytes | None  # the line as stored (its UTF-8 bytes when redaction left it as it was)
 
 
 def session_id_from_path(path: str) -> str:

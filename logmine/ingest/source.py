@@ -199,17 +199,22 @@ class _JsonlReader:
         for line_no, offset, data, text in zip(batch.numbers, batch.offsets, batch.data, texts):
             state.line_no = line_no  # rows and quarantine entries name their own line
             if isinstance(text, str):
-                self._line(text, next(cleans), offset)
+                self._line(text, next(cleans), offset, data)
             else:
                 excerpt = self.redactor.redact_text(data.decode("utf-8", "replace"))
                 self._quarantine(offset, f"invalid UTF-8 at byte {text.start}", excerpt)
         state.line_no = read_so_far
         batch.clear()
 
-    def _line(self, text: str, clean: str, offset: int) -> None:
-        """One decoded line and its redacted text: parsed, mapped, or quarantined with the reason."""
+    def _line(self, text: str, clean: str, offset: int, data: bytes) -> None:
+        """One decoded line and its redacted text: parsed, mapped, or quarantined with the reason.
+
+        A line redaction left as it was is parsed and stored from its bytes (``data``): orjson and
+        Arrow take UTF-8, and a ``str`` holding any non-ASCII character would be encoded again for each.
+        """
+        source = data if clean is text else clean
         try:
-            obj = orjson.loads(clean)
+            obj = orjson.loads(source)
         except orjson.JSONDecodeError as exc:
             self._quarantine(offset, f"invalid JSON: {exc}", self.redactor.redact_text(text))
             return
@@ -223,7 +228,7 @@ class _JsonlReader:
             self.map_line = getattr(mapper, f"{state.format}_line")
         mark = (len(mapper.events), len(mapper.sessions), state.seq, state.meta_seen)
         try:
-            self.map_line(obj, state.line_no, offset, clean)
+            self.map_line(obj, state.line_no, offset, source)
         except (RecordShapeError, TypeError, AttributeError, ValueError, KeyError) as exc:
             mapper.events.truncate(mark[0])
             del mapper.sessions[mark[1]:]
