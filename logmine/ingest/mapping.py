@@ -28,6 +28,7 @@ from logmine.patch import PatchError, parse_patch
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
+_PAYLOAD_KINDS = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 _EVENT_KINDS = {
     "user_message": "user_message",
@@ -81,8 +82,8 @@ class SessionMapper:
         """A typed-wrapper line ``{timestamp, type, payload}``."""
         ctx = _Ctx(line_no, offset, _stamp(obj.get("timestamp")), raw)
         kind, payload = obj.get("type"), obj.get("payload")
-        if kind in ("session_meta", "response_item", "event_msg", "turn_context", "compacted"):
-            _require(isinstance(payload, dict), f"{kind} payload is not an object")
+        if kind in _PAYLOAD_KINDS and not isinstance(payload, dict):
+            raise RecordShapeError(f"{kind} payload is not an object")
         if kind == "session_meta":
             self._session_meta(payload, ctx)
         elif kind == "response_item":
@@ -123,7 +124,8 @@ class SessionMapper:
         self._session_meta(session, _Ctx(None, None, _stamp(session.get("timestamp")), None))
         for index, item in enumerate(items):
             ctx = _Ctx(index + 1, None, None, raw_items[index])
-            _require(isinstance(item, dict), f"item {index} is not an object")
+            if not isinstance(item, dict):
+                raise RecordShapeError(f"item {index} is not an object")
             if "type" in item:
                 self._response_item(item, ctx)
             else:
@@ -144,8 +146,9 @@ class SessionMapper:
     def _session_meta(self, p: dict, ctx: _Ctx) -> None:
         sid = _text(p.get("id"), "id")
         if self.state.meta_seen:  # resumed files repeat it; the first one names the file
-            _require(sid is None or sid == self.state.session_id,
-                     f"a second session_meta names session {sid} in the file of session {self.state.session_id}")
+            if sid is not None and sid != self.state.session_id:
+                raise RecordShapeError(
+                    f"a second session_meta names session {sid} in the file of session {self.state.session_id}")
             self._emit(ctx, "session_meta", "session_meta")
             return
         self._emit(ctx, "session_meta", "session_meta")
@@ -331,14 +334,17 @@ def session_id_from_path(path: str) -> str:
 
 
 def _require(condition: bool, message: str) -> None:
+    """Raise :class:`RecordShapeError` unless ``condition``; for constant messages (a formatted one
+    is built before the call, on every record: those checks raise inline)."""
     if not condition:
         raise RecordShapeError(message)
 
 
 def _text(value, name: str) -> str | None:
     """A field that must be a string when present (ids, names, paths)."""
-    _require(value is None or isinstance(value, str), f"{name} is {type(value).__name__}, expected a string")
-    return value
+    if value is None or isinstance(value, str):
+        return value
+    raise RecordShapeError(f"{name} is {type(value).__name__}, expected a string")
 
 
 _INT64 = (-(2**63), 2**63 - 1)
@@ -348,9 +354,10 @@ def _exit_code(value) -> int | None:
     """An exit code must be an integer that fits the int64 column."""
     if value is None:
         return None
-    _require(isinstance(value, int) and not isinstance(value, bool),
-             f"exit_code is {type(value).__name__}, expected an integer")
-    _require(_INT64[0] <= value <= _INT64[1], f"exit_code {value} is outside the int64 range")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise RecordShapeError(f"exit_code is {type(value).__name__}, expected an integer")
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise RecordShapeError(f"exit_code {value} is outside the int64 range")
     return value
 
 
