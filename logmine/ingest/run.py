@@ -107,7 +107,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
                     progress(sizes.get(outcome.record.source_path, 0), outcome.record.source_path)
             batch.parts += read.parts  # committed with the files whose rows they hold, never before
             if batch.bytes >= config.batch_bytes:
-                batch.commit(store)
+                batch.commit(store, views=False)  # the last commit makes the views
         batch.commit(store)
         if not summary.bad_files:
             store.after_close(functools.partial(seen.record, store.root, as_read))
@@ -298,6 +298,7 @@ class _Batch:
     records: list[FileRecord] = field(default_factory=list)
     parts: list[Part] = field(default_factory=list)  # written by workers
     bytes: int = 0
+    views_stale: bool = False
 
     def add(self, outcome: _Outcome) -> None:
         for name, table in outcome.tables.items():
@@ -305,12 +306,16 @@ class _Batch:
         self.records.append(outcome.record)
         self.bytes += outcome.bytes_read
 
-    def commit(self, store: Store) -> None:
-        if not self.records and not self.parts:
+    def commit(self, store: Store, views: bool = True) -> None:
+        """Commit what the batch holds; ``views=False`` leaves the views to a later commit (the last
+        one makes them, even when it has nothing of its own to commit)."""
+        stale = self.views_stale and views  # an earlier commit left the views as they were
+        if not self.records and not self.parts and not stale:
             return
         tables = {name: pa.concat_tables(parts) for name, parts in self.tables.items() if parts}
-        store.commit(tables, {"files": [r.row() for r in self.records]}, self.parts)
+        store.commit(tables, {"files": [r.row() for r in self.records]}, self.parts, views=views)
         self.__init__()
+        self.views_stale = not views
 
 
 def _stat(path: Path) -> tuple[int, int]:

@@ -167,8 +167,13 @@ class Store:
         """What the redaction gate replaced in this store's commits so far, by kind."""
         return self._redactor.counts if self._redactor else Counter()
 
-    def commit(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]], parts: Sequence[Part] = ()) -> None:
+    def commit(self, tables: dict[str, pa.Table], state: dict[str, list[tuple]], parts: Sequence[Part] = (),
+               views: bool = True) -> None:
         """Write the tables as new parts and upsert the stage's state rows, atomically.
+
+        ``views=False`` leaves the views as they were, for a commit that another follows before
+        anything reads them (ingest's batches but the last): making the views reads every part's
+        footer. The state is committed either way, and every open of the store rebuilds the views.
 
         ``state`` maps a state table (``files``, ``segmented``) to whole rows for it. Tables and the
         free-text columns of state rows pass the redaction gate first (see the module docstring).
@@ -200,7 +205,8 @@ class Store:
             dead = self._dead_parts()
             for name, path in dead:
                 con.execute("DELETE FROM parts WHERE table_name = ? AND path = ?", [name, path])
-            self._create_views(check_footers=False)  # the parts added now are this store's own
+            if views:
+                self._create_views(check_footers=False)  # the parts added now are this store's own
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
