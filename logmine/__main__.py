@@ -31,8 +31,12 @@ def main() -> None:
     started = time.monotonic()
     if answered_unchanged(sys.argv[1:], started):
         return
-    start_for(sys.argv[1:])
     module = command_module(sys.argv[1:])
+    if module == "ingest":
+        # numpy (which pyarrow imports) starts OpenBLAS's thread pool, whose threads spin on import:
+        # 0.09 CPU s in each of the driver and the forkserver, on 2 cores, for BLAS ingest never calls
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    start_for(sys.argv[1:])
     if module is None:
         from logmine.cli.commands import app
     else:  # only the command's own module: `logmine ingest` imports neither training nor export

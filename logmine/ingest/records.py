@@ -7,8 +7,9 @@ column name: ingest produces millions of them and a dict per row is the cheapest
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
+from operator import attrgetter
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -56,7 +57,10 @@ class FileRecord:
     error: str | None = None
 
     def row(self) -> tuple:
-        return astuple(self)
+        return _FILE_ROW(self)  # not dataclasses.astuple, which deep-copies every value: a fifth of a second per 1,000 files
+
+
+_FILE_ROW = attrgetter(*(f.name for f in fields(FileRecord)))
 
 EXCERPT_CHARS = 240
 

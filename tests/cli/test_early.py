@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -137,3 +138,17 @@ def test_an_ingest_process_ends_without_teardown_as_python_would_end(tmp_path, e
                "exit_without_teardown(app)\nprint('not reached')\n")
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr, mark.exists()) == (code, "summary", stderr, True)
+
+
+@pytest.mark.parametrize(("argv", "preset", "seen"), [
+    (["ingest", "--help"], None, "1"), (["ingest", "--help"], "4", "4"), (["segment", "--help"], None, None)])
+def test_an_ingest_starts_no_blas_threads_unless_the_user_asks(argv, preset, seen):
+    code = ("import atexit, os, runpy, sys\n"
+            f"sys.argv = ['logmine', *{argv!r}]\n"
+            "atexit.register(lambda: print(repr(os.environ.get('OPENBLAS_NUM_THREADS')), file=sys.stderr))\n"
+            "runpy.run_module('logmine', run_name='__main__')\n")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == repr(seen), done.stderr[-2000:]

@@ -16,6 +16,7 @@ import random
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -216,3 +217,12 @@ def test_the_compiled_rules_are_cached_and_a_bad_cache_is_compiled_again(tmp_pat
     broken = subprocess.run([sys.executable, "-c", code, text], env=env, capture_output=True, text=True, check=True)
     assert first.stdout == again.stdout == broken.stdout and PLANTED[0].value not in first.stdout
     assert cache.read_bytes() != b"[]\nnot a database"  # compiled again and cached again
+
+
+def test_groups_keep_the_files_in_order_and_end_in_smaller_ones():
+    tasks = [run._Task(Path(f"f{i}"), None, i, 1, 250_000) for i in range(800)]  # 200 MB
+    groups = run._groups(tasks, 12_500_000, tail=25_000_000)
+    sizes = [sum(t.size for t in group) for group in groups]
+    assert [t for group in groups for t in group] == tasks
+    assert sizes[:14] == [12_500_000] * 14 and max(sizes[14:]) <= 12_500_000 // 4 + 250_000
+    assert run._groups(tasks, 12_500_000) == [tasks[i:i + 50] for i in range(0, 800, 50)]
