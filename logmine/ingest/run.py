@@ -205,9 +205,9 @@ def _groups(tasks: list[_Task], size: int, tail: int = 0) -> list[list[_Task]]:
     workers run out of work together: a whole group left to one worker idled the other for 0.3 s."""
     groups: list[list[_Task]] = [[]]
     held, left = 0, sum(task.size for task in tasks)
-    small = max(GROUP_MIN_BYTES, size // 4)
+    small = min(size, max(GROUP_MIN_BYTES, size // 4))
     for task in tasks:
-        if held >= (size if left > tail else min(size, small)):
+        if held >= (size if left > tail else small):
             groups.append([])
             held = 0
         groups[-1].append(task)

@@ -191,11 +191,12 @@ class _JsonlReader:
         read_so_far = state.line_no
         try:
             texts: list[str | UnicodeDecodeError] = [data.decode("utf-8") for data in batch.data]
-            cleans = iter(self.redactor.redact_jsonl(texts, batch.data))
-        except UnicodeDecodeError:
+            decoded, valid = texts, batch.data
+        except UnicodeDecodeError:  # some line is not UTF-8: each line on its own
             texts = list(map(_decoded, batch.data))
+            decoded = [t for t in texts if isinstance(t, str)]
             valid = [data for data, text in zip(batch.data, texts) if isinstance(text, str)]
-            cleans = iter(self.redactor.redact_jsonl([t for t in texts if isinstance(t, str)], valid))
+        cleans = iter(self.redactor.redact_jsonl(decoded, valid))
         for line_no, offset, data, text in zip(batch.numbers, batch.offsets, batch.data, texts):
             state.line_no = line_no  # rows and quarantine entries name their own line
             if isinstance(text, str):

@@ -16,12 +16,9 @@ from collections.abc import Sequence
 _APPLY_PATCH_NAMES = ("apply_patch", "applypatch")
 BEGIN_MARKER = "*** Begin Patch"
 END_MARKER = "*** End Patch"
-# A marker line: the marker, with nothing but non-newline whitespace around it.
-_BEGIN = re.compile(r"^[^\S\n]*(\*\*\* Begin Patch)[^\S\n]*$", re.M)
-_END = re.compile(r"^[^\S\n]*(\*\*\* End Patch)[^\S\n]*$", re.M)
 # The command word, as a whole word (also as the last part of a path like /usr/bin/apply_patch).
-_COMMAND_WORD = re.compile(r"appl(?:y_patch|ypatch)")  # where _INVOCATION can match
 _INVOCATION = re.compile(r"(?:^|(?<=[\s;&|(){}`'\"/]))(?:apply_patch|applypatch)(?=[\s<'\"]|$)")
+_COMMAND_WORD = re.compile(r"appl(?:y_patch|ypatch)")  # where _INVOCATION can match
 # `<<TAG`, `<<'TAG'`, `<<"TAG"`, `<<-TAG`, spaces allowed after `<<` (real logs use `<< 'PATCH'`).
 _HEREDOC = re.compile(r"[^\S\n]*<<(-?)[^\S\n]*(['\"]?)([^\s'\"<>;&|()]+)\2[^\n]*\n")
 
@@ -126,10 +123,10 @@ def _span(text: str) -> str | None:
 
 
 def _marker_line(text: str, marker: str, first: bool, after: int = 0) -> tuple[int, int] | None:
-    """(where ``marker`` starts, where its line ends) for the first (else the last, at or after
-    ``after``) line that holds the marker and nothing but non-newline whitespace around it: what
-    :data:`_BEGIN` / :data:`_END` find, looked for with ``str.find`` (a multi-line ``^`` makes the
-    regex engine try every position of the text)."""
+    r"""(where ``marker`` starts, where its line ends) for the first (else the last, at or after
+    ``after``) marker line: the marker with nothing but non-newline whitespace around it. Looked for
+    with ``str.find``; the regex ``^[^\S\n]*MARKER[^\S\n]*$`` (multi-line) finds the same lines but
+    tries every position of the text (tests/patch/test_extract_scan.py holds the two equal)."""
     at = text.find(marker, after) if first else text.rfind(marker, after)
     while at >= 0:
         start = text.rfind("\n", 0, at) + 1

@@ -52,9 +52,8 @@ import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
 from logmine.redact import Redactor, redact_table
-from logmine.store.catalog import (  # noqa: F401 - CATALOG and DEFAULT_STORE are the store's own names too
+from logmine.store.catalog import (
     CATALOG,
-    DEFAULT_STORE,
     STALE_SQL,
     STATE_DDL,
     STATE_TEXT,

@@ -4,6 +4,7 @@ line-by-line reading they replace find, on texts built from the pieces that make
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -17,11 +18,17 @@ def _text(rng: random.Random) -> str:
     return "".join(rng.choice(PIECES) for _ in range(rng.randrange(0, 24)))
 
 
+# The regexes the scans replaced: a marker line is the marker with nothing but non-newline
+# whitespace around it.
+_BEGIN = re.compile(r"^[^\S\n]*(\*\*\* Begin Patch)[^\S\n]*$", re.M)
+_END = re.compile(r"^[^\S\n]*(\*\*\* End Patch)[^\S\n]*$", re.M)
+
+
 def _span_by_regex(text: str) -> str | None:
-    begin = ex._BEGIN.search(text)
+    begin = _BEGIN.search(text)
     if begin is None:
         return None
-    ends = list(ex._END.finditer(text, begin.end()))
+    ends = list(_END.finditer(text, begin.end()))
     return text[begin.start(1) : ends[-1].end(1)] if ends else None
 
 
