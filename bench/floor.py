@@ -22,8 +22,9 @@ Parquet steps) for the same process's figure, a bare Python loop over the parsed
 mapper in Python does: :func:`bare_loop`), and two start-ups in fresh processes: the CLI's
 (``logmine ingest --help``) and a reading worker's imports (``logmine.ingest.worker``, what the
 forkserver loads). With ``cores`` CPUs and perfect parallelism the best wall time is
-``(CLI start + worker start + floor) / cores``; teich's wall time (``teich convert``, measured here
-too) over that is the best logmine/teich any implementation of the mapping could reach. It prints
+``(CLI start + worker start + floor) / cores``; teich's time (``teich convert``, one process, so its
+CPU seconds; run before the steps and after them, the faster run counts) over that is the best
+logmine/teich any implementation of the mapping could reach. It prints
 the time left for the mapping at the 2× target, per line, next to what the mapping takes now.
 
     python bench/floor.py --corpus /tmp/lmb/corpus     # the corpus bench/ingest.py --out /tmp/lmb built
@@ -66,14 +67,12 @@ def cpu(fn, repeat: int = 2):
     return best, out
 
 
-def child_cpu(cmd: list[str]) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) of ``cmd`` run to its end in a fresh process."""
+def child_cpu(cmd: list[str]) -> float:
+    """CPU seconds of ``cmd`` run to its end in a fresh process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def floor_parts(files: list[str]) -> tuple[dict[str, float], int, float]:
@@ -175,15 +174,17 @@ def main(argv: list[str] | None = None) -> int:
         nbytes = sum(os.path.getsize(f) for f in files)
         ruleset()  # compiled (or loaded) before any step is timed
         teich = None if args.no_teich else teich_command()
-        teich_runs = [child_cpu([*teich, "convert", str(corpus), "--out", str(scratch / "teich.jsonl")])[0]]\
-            if teich else []
+
+        def run_teich() -> float:
+            return child_cpu([*teich, "convert", str(corpus), "--out", str(scratch / "teich.jsonl")])
+        teich_runs = [run_teich()] if teich else []
         parts, n_lines, loop_s = floor_parts(files)
         current_s, tables = real_read(files)
         parts["arrow"], parts["parquet"] = arrow_and_parquet(tables, scratch)
-        cli_s = min(child_cpu([sys.executable, "-m", "logmine", "ingest", "--help"])[0] for _ in range(2))
-        worker_s = min(child_cpu([sys.executable, "-c", "import logmine.ingest.worker"])[0] for _ in range(2))
+        cli_s = min(child_cpu([sys.executable, "-m", "logmine", "ingest", "--help"]) for _ in range(2))
+        worker_s = min(child_cpu([sys.executable, "-c", "import logmine.ingest.worker"]) for _ in range(2))
         if teich:  # once before the steps, once after: the host's speed drifts, the faster run counts
-            teich_runs.append(child_cpu([*teich, "convert", str(corpus), "--out", str(scratch / "teich.jsonl")])[0])
+            teich_runs.append(run_teich())
         teich_s = min(teich_runs, default=None)
 
     floor = sum(parts.values())
