@@ -17,7 +17,7 @@ TESTS = "python3 -B -m unittest -q"
 
 
 def calc_repo(path: Path, files: dict[str, str] | None = None, message: str = "start") -> str:
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     for rel, text in {"calc.py": CALC, "test_calc.py": TEST_CALC, **(files or {})}.items():
         (path / rel).parent.mkdir(parents=True, exist_ok=True)
         (path / rel).write_text(text)

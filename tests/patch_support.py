@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = REPO_ROOT / "tests" / "fixtures"  # copies of shared/fixtures (see tests/fixtures/README.md)
+FIXTURES = REPO_ROOT / "tests" / "fixtures"  # real session files (see tests/fixtures/README.md)
 BAD_HEADER = (
     "is not a valid hunk header. Valid hunk headers: "
     "'*** Add File: {path}', '*** Delete File: {path}', '*** Update File: {path}'"

@@ -1,7 +1,7 @@
 """Write G2 (typed-wrapper) Codex session files for tests, line by line as the CLI writes them.
 
 Only the shapes logmine reads are produced; every line is a real G2 record kind
-(``shared/reference/codex-format.md`` §4). Used where a behaviour needs a session the fixtures do
+(the typed-wrapper format of Codex 0.34 and later). Used where a behaviour needs a session the fixtures do
 not contain (follow-ups, aborts, sub-agents, shell edits).
 """
 
@@ -67,9 +67,10 @@ class SessionBuilder:
         return self._add("response_item", {"type": "custom_tool_call_output", "call_id": call_id,
                                            "output": json.dumps({"output": out, "metadata": meta})})
 
-    def ghost(self, commit: str) -> SessionBuilder:
+    def ghost(self, commit: str, untracked: tuple[str, ...] = ()) -> SessionBuilder:
         return self._add("response_item", {"type": "ghost_snapshot", "ghost_commit": {
-            "id": commit, "parent": "b" * 40, "preexisting_untracked_files": [], "preexisting_untracked_dirs": []}})
+            "id": commit, "parent": "b" * 40, "preexisting_untracked_files": list(untracked),
+            "preexisting_untracked_dirs": []}})
 
     def abort(self) -> SessionBuilder:
         self._add("event_msg", {"type": "turn_aborted", "reason": "interrupted"})

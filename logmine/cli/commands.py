@@ -8,6 +8,7 @@ from logmine.cli import (  # noqa: F401 - registers the commands
     env,
     evaluate,
     export,
+    funnel,
     ingest,
     maintenance,
     run,

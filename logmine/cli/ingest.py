@@ -83,15 +83,19 @@ def stats_cmd(
     store: StoreOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
-    """Table counts of a store by format and Codex CLI version."""
+    """Table counts of a store by format and Codex CLI version, and its yield funnel (`logmine yield`)."""
     store = store_path(store)
     if not (store / "catalog.duckdb").exists():
         fail(f"no logmine store at {store}", "run `logmine ingest` first or pass --store")
-    from logmine.verify.report import environment_counts  # here: `logmine ingest` need not import verify
+    # here: `logmine ingest` need not import verify or export
+    from logmine.export.funnel import build_funnel, render_funnel
+    from logmine.verify.report import environment_counts
 
     counts = stats(store)
     with Store(store, read_only=True) as opened:
         counts["environments"] = environment_counts(opened)
+        funnel = build_funnel(opened)
+    counts["funnel"] = funnel.to_dict()
     if as_json:
         out.print_json(json.dumps(counts))
     else:
@@ -101,3 +105,4 @@ def stats_cmd(
             out.print("environments of verified tasks: " + ", ".join(f"{m} {n}" for m, n in envs["by_mode"].items())
                       + "; languages: " + (", ".join(f"{k} {n}" for k, n in envs["by_language"].items()) or "-"),
                       highlight=False)
+        render_funnel(out, funnel)

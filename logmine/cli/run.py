@@ -12,6 +12,7 @@ from logmine.cli.errors import with_hints
 from logmine.cli.main import app
 from logmine.cli.options import ExecutorOpt, RayAddressOpt, executor_config
 from logmine.cli.output import err, out
+from logmine.export.funnel import read_funnel, render_funnel
 from logmine.ingest.run import NothingToIngest
 from logmine.ingest.summary import render_summary
 from logmine.run import RunConfig, run_pipeline
@@ -45,6 +46,8 @@ def run_cmd(
         out.print(f"[bold]export sft[/]: {summary.sft.examples} examples", highlight=False)
     if summary.tmax:
         out.print(f"[bold]export tmax[/]: {summary.tmax.rows} rows with task bundles", highlight=False)
+    tmax = summary.outputs.get("tmax") if summary.tmax else None
+    render_funnel(out, read_funnel(summary.store, tmax, dict(summary.tmax.rejects) if summary.tmax else None))
     table = Table("output", "where", title="logmine run: outputs", title_justify="left")
     for name, path in summary.outputs.items():
         table.add_row(name, str(path))

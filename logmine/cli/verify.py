@@ -24,6 +24,7 @@ from logmine.cli.options import (
     parse_repo_map,
 )
 from logmine.cli.output import counting_progress, out
+from logmine.export.funnel import read_funnel, render_funnel
 from logmine.verify import NothingToVerify, VerifyConfig, verify
 from logmine.verify.report import render_verify_summary, verify_summary_dict
 
@@ -67,7 +68,9 @@ def verify_cmd(
     progress, report = counting_progress("verify", "tasks", show=not quiet and not as_json)
     with progress:
         summary = verify(config, progress=report)
+    funnel = read_funnel(config.store)
     if as_json:
-        out.print_json(json.dumps(verify_summary_dict(summary, config.store)))
+        out.print_json(json.dumps({**verify_summary_dict(summary, config.store), "funnel": funnel.to_dict()}))
     else:
         render_verify_summary(out, summary, config.store)
+        render_funnel(out, funnel)

@@ -49,6 +49,7 @@ _USER = (
     "4. When you are done, run `echo " + SUBMIT + "` as its own command."
 )
 _REJECTED = ("solution incomplete", "does not reproduce", "bundle check could not run")
+_NOT_CHOSEN = ("no validated verifier", "no verifier candidate")  # never meant for the export
 _KIND_RANK = {"test_command": 0, "check_command": 1, "file_diff": 2}
 
 ROW_SCHEMA = pa.schema([
@@ -95,6 +96,7 @@ class TmaxExportSummary:
     unvalidated: int = 0
     skipped: Counter = field(default_factory=Counter)  # tasks not exported, by reason
     rejects: list[tuple[str, str]] = field(default_factory=list)  # (task_id, why) of bundles that did not reproduce
+    not_exported: list[tuple[str, str]] = field(default_factory=list)  # (task_id, why): chosen, yet not written
     reproduced: int = 0  # bundles checked: reward 0 on the seeds, 1 after the solution
     left_out_files: int = 0  # credential files kept out of the seeds
     redactions: Counter = field(default_factory=Counter)
@@ -126,7 +128,11 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                 "SELECT verifier_id, status FROM verifiers WHERE task_id = ? AND seg_gen = ?",
                 [task.task_id, task.seg_gen]))
             status = {s["verifier_id"]: s["status"] for s in statuses}
-            row, reason = _export_task(item, status, config, tasks_dir, redactor, summary)
+            try:
+                row, reason = _export_task(item, status, config, tasks_dir, redactor, summary)
+            except Exception as exc:  # one task's problem is its reason, never the export's end
+                shutil.rmtree(tasks_dir / task.task_id, ignore_errors=True)
+                row, reason = None, f"export failed: {type(exc).__name__}: {str(exc)[:200]}"
             if row is not None:
                 errors = sorted(e.message for e in validator.iter_errors(row))
                 if errors:
@@ -138,6 +144,8 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                 summary.skipped[reason.split(":")[0]] += 1
                 if reason.startswith(_REJECTED):
                     summary.rejects.append((task.task_id, reason))
+                if not reason.startswith(_NOT_CHOSEN):
+                    summary.not_exported.append((task.task_id, reason))
             if progress:
                 progress(done, len(tasks))
     _write_outputs(config, rows, summary)
@@ -155,7 +163,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
     verifier = min(candidates, key=lambda c: (_KIND_RANK[c.kind], -c.strength, c.mode or ""))
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
-            state = rebuild(task.start_state, item.prior_ops, dict(config.repo_map), Path(tmp) / "start",
+            state = rebuild(task.start_state, item.prior, dict(config.repo_map), Path(tmp) / "start",
                             tuple(config.repo_search), config.plain_dirs)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
@@ -248,6 +256,10 @@ def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExpo
     data = config.out / "data"
     data.mkdir(parents=True, exist_ok=True)
     write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), data / "train-00000-of-00001.parquet")
+    # every task chosen for the export but not written, with why (``logmine yield --export`` reads it)
+    write_table(pa.table({"task_id": pa.array([t for t, _ in summary.not_exported], pa.string()),
+                          "reason": pa.array([r for _, r in summary.not_exported], pa.string())}),
+                config.out / "rejects.parquet")
     with tarfile.open(config.out / "task-data.tar.gz", "w:gz") as tar:
         for row in rows:
             tar.add(config.out / "tasks" / row["ground_truth"], arcname=row["ground_truth"])

@@ -8,6 +8,15 @@ Shapes follow ``shared/reference/codex-format.md``: ResponseItems (§4.3) appear
 wrapped in G2; EventMsgs (§4.4), turn_context (§4.5) and compacted (§4.6) exist only in G2.
 A record whose fields have the wrong types raises :class:`RecordShapeError`; the caller quarantines
 that line and goes on.
+
+A forked session (a sub-agent spawned with its parent's context, a conversation forked or
+backtracked in the TUI) starts its file with its own ``session_meta`` and then a copy of the parent's
+rollout: the parent's ``session_meta`` line and every item after it, re-stamped as they are written.
+The events of that copy carry ``copied_from`` (the parent's id), so that no stage takes the parent's
+requests and work for the child's. The copy ends at the first line that is the child's own: one
+written more than :data:`COPY_GAP_S` after the line before it (the copy is written in one burst), or
+one naming a turn that began after the child was created (turn and session ids are UUIDv7 in the
+CLIs that name turns).
 """
 
 from __future__ import annotations
@@ -27,9 +36,13 @@ from logmine.ingest.tools import duration_seconds, output_text, parse_output, pa
 from logmine.patch import PatchError, parse_patch
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
 _PAYLOAD_KINDS = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
+#: The longest pause between two lines of a copied parent history (it is written in one burst,
+#: milliseconds apart; the child's own first line follows it 0.6 s later at the least in real files).
+COPY_GAP_S = 1.0
 _EVENT_KINDS = {
     "user_message": "user_message",
     "agent_message": "assistant_message",
@@ -57,6 +70,8 @@ class FileState:
     turn_n: int = 0
     explicit_turns: bool = False  # the file names its turns (G2 >= ~0.10x); else they are counted
     meta_seen: bool = False
+    copied_from: str | None = None  # inside a forked session's copy of its parent's history: the parent
+    copy_ts: str | None = None  # the timestamp of the copy's latest line
 
     def to_json(self) -> str:
         return orjson.dumps(asdict(self)).decode()
@@ -84,6 +99,8 @@ class SessionMapper:
         kind, payload = obj.get("type"), obj.get("payload")
         if kind in _PAYLOAD_KINDS and not isinstance(payload, dict):
             raise RecordShapeError(f"{kind} payload is not an object")
+        if self.state.copied_from is not None:
+            self._copy_goes_on(ctx.ts, payload)
         if kind == "session_meta":
             self._session_meta(payload, ctx)
         elif kind == "response_item":
@@ -147,8 +164,7 @@ class SessionMapper:
         sid = _text(p.get("id"), "id")
         if self.state.meta_seen:  # resumed files repeat it; the first one names the file
             if sid is not None and sid != self.state.session_id:
-                raise RecordShapeError(
-                    f"a second session_meta names session {sid} in the file of session {self.state.session_id}")
+                self._fork_of(sid, ctx)
             self._emit(ctx, "session_meta", "session_meta")
             return
         self._emit(ctx, "session_meta", "session_meta")
@@ -183,6 +199,32 @@ class SessionMapper:
                 "file_gen": self.file_gen,
             }
         )
+
+    def _fork_of(self, parent: str, ctx: _Ctx) -> None:
+        """Another session's header after this file's own: the parent's history, copied, follows.
+
+        A header inside the copy (the parent was itself a fork) belongs to the copy. The fork is
+        linked to its parent here when its header does not say so (older CLIs' headers have no
+        ``forked_from_id``). Without a timestamp (G1) the copy cannot be told from what follows:
+        only the header is marked.
+        """
+        state = self.state
+        if state.copied_from is not None:
+            return
+        state.copied_from, state.copy_ts = parent, ctx.ts
+        if self.sessions and self.sessions[0]["forked_from_id"] is None:
+            self.sessions[0]["forked_from_id"] = parent
+
+    def _copy_goes_on(self, ts: str | None, payload) -> None:
+        """Called for each line inside a copied history: does the copy end before this line?"""
+        state = self.state
+        now, last = _ts(ts), _ts(state.copy_ts)
+        turn = payload.get("turn_id") if isinstance(payload, dict) else None
+        if now is None or last is None or (now - last).total_seconds() > COPY_GAP_S \
+                or (isinstance(turn, str) and _began_after(turn, state.session_id)):
+            state.copied_from = state.copy_ts = None
+        else:
+            state.copy_ts = ts
 
     def _response_item(self, p: dict, ctx: _Ctx) -> None:
         kind = p.get("type")
@@ -271,7 +313,8 @@ class SessionMapper:
     def _tool_output(self, call_id, text: str, ctx: _Ctx, rt: str) -> None:
         out = parse_output(text)
         self._emit(ctx, "tool_output", rt, role="tool", call_id=_text(call_id, "call_id"), text=out.body,
-                   exit_code=_exit_code(out.exit_code), duration_s=out.duration_s, exec_session_id=out.exec_session_id)
+                   exit_code=_exit_code(out.exit_code), duration_s=out.duration_s, exec_session_id=out.exec_session_id,
+                   status=out.status)
 
     def _command_end(self, p: dict, ctx: _Ctx, rt: str) -> None:
         argv = p.get("command")
@@ -311,6 +354,8 @@ class SessionMapper:
 
     def _emit(self, ctx: _Ctx, kind: str, record_type: str, is_injected: bool | None = False, **fields) -> None:
         state = self.state
+        if state.copied_from is not None:
+            fields["copied_from"] = state.copied_from
         self.events.append((state.session_id, state.seq, ctx.line_no, ctx.offset, ctx.ts, state.turn_id, kind,
                             record_type, self.source_path, state.format, ctx.raw, self.file_gen, bool(is_injected)),
                            fields)
@@ -331,6 +376,14 @@ def session_id_from_path(path: str) -> str:
     otherwise gets a stable id derived from its path until its header names the session."""
     found = _UUID.findall(path.rsplit("/", 1)[-1])
     return found[-1] if found else "file-" + hashlib.sha1(path.encode()).hexdigest()[:16]
+
+
+def _began_after(turn_id: str, session_id: str | None) -> bool:
+    """Did the turn begin after the session was created? Only UUIDv7 ids (their first 48 bits are
+    the time in milliseconds) tell; any other id says no."""
+    if not session_id or not _UUID7.fullmatch(turn_id) or not _UUID7.fullmatch(session_id):
+        return False
+    return turn_id[:13] >= session_id[:13]  # same-width lowercase hex: text order is time order
 
 
 def _require(condition: bool, message: str) -> None:

@@ -26,6 +26,16 @@ _UNIFIED_WALL = re.compile(r"^Wall time: ([0-9.]+) seconds$", re.M)
 _UNIFIED_EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.M)
 _UNIFIED_RUNNING = re.compile(r"^Process running with session ID (\d+)$", re.M)
 _OUTPUT_MARK = "\nOutput:\n"
+# Plain-text outputs Codex writes instead of the command's own output. A command refused before it
+# ran (by the user or the approval policy) did not fail: its outcome stays unknown. One that ran (or
+# could not start) and failed says so, sometimes with the exit code inside an error's text
+# ("sandbox denied exec error, exit code: 2, …", "Denied { output: ExecToolCallOutput { exit_code: 128, …").
+_DECLINED = ("exec command rejected", "approval policy is Never; reject command",
+             'exec_command failed: CreateProcess { message: "Rejected(')
+_FAILED = ("failed in sandbox", "execution error:", "command timed out", "sandbox error:", "exec_command failed:",
+           "error: Failed to find expected lines", "error: invalid hunk", "apply_patch verification failed")
+_EMBEDDED_EXIT = re.compile(r"\bexit[_ ]code: (-?\d+)")
+_EMBEDDED_EXIT_CHARS = 400  # where the error's own words end and the command's stderr may begin
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,7 @@ class ToolOutput:
     exit_code: int | None = None
     duration_s: float | None = None
     exec_session_id: str | None = None  # unified exec: the process is still running
+    status: str | None = None  # "failed" (ran and failed, maybe without a code) | "declined" (never ran)
 
 
 def argv_to_command(argv: list) -> str:
@@ -115,8 +126,10 @@ def output_text(output) -> str:
 def parse_output(text: str) -> ToolOutput:
     """Exit code, duration and body from any of the three output encodings.
 
-    Plain-text failures (``failed in sandbox …``, ``apply_patch verification failed: …``) carry no
-    exit code and are returned as the body with ``exit_code=None``.
+    Plain-text outputs are Codex's own words: a failure (``failed in sandbox …``, ``execution error:
+    …``, ``command timed out``, ``apply_patch verification failed: …``) is returned with
+    ``status="failed"`` and the exit code its text names, if any; a refusal (``exec command rejected
+    by user``) with ``status="declined"``; anything else as a body without exit code or status.
     """
     if text.startswith("{") and '"metadata"' in text:
         try:
@@ -145,6 +158,14 @@ def parse_output(text: str) -> ToolOutput:
             duration_s=float(wall.group(1)) if wall else None,
             exec_session_id=running.group(1) if running else None,
         )
+    if text.startswith(_DECLINED):
+        return ToolOutput(body=text, status="declined")
+    if text.startswith(_FAILED):
+        code = _EMBEDDED_EXIT.search(text, 0, _EMBEDDED_EXIT_CHARS)
+        exit_code = int(code.group(1)) if code else None
+        if exit_code is not None and not -(2**63) <= exit_code < 2**63:
+            exit_code = None  # words in an error message: not worth quarantining the line for
+        return ToolOutput(body=text, exit_code=exit_code, status="failed")
     return ToolOutput(body=text)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._model import FileOp, Hunk, PatchError
-from ._text import seek_sequence
+from ._text import REDACTED_MARK, seek_redacted, seek_sequence
 
 Replacement = tuple[int, int, list[str]]  # (start index, lines removed, lines inserted)
 
@@ -28,7 +28,10 @@ def apply_hunks(original: str, path: str, hunks: Sequence[Hunk]) -> str:
     before ``\\n`` stays part of its line, so CRLF files still match (through the trailing-space
     pass) and rewritten lines end in bare ``\\n`` -- Codex's default, not its ``--preserve-crlf``
     mode. The result always ends with a newline; as in Codex, when the text already ends in blank
-    lines one trailing newline is dropped (``"a\\n\\n"`` → ``"a\\n"``).
+    lines one trailing newline is dropped (``"a\\n\\n"`` → ``"a\\n"``). Unlike Codex, when no level of
+    the ladder finds a hunk whose lines hold redaction placeholders (``[REDACTED:kind]``: the patch was
+    read from a redacted log), each placeholder matches any text, and a redacted context line keeps
+    the file's text (:func:`._text.seek_redacted`).
     Raises :class:`PatchError` naming ``path`` when a header or hunk cannot be located.
     """
     lines = original.split("\n")
@@ -66,12 +69,33 @@ def _compute_replacements(lines: list[str], path: str, hunks: Sequence[Hunk]) ->
             new = new[:-1] if new and new[-1] == "" else new
             found = seek_sequence(lines, old, line_index, hunk.end_of_file)
         if found is None:
+            found = seek_redacted(lines, old, line_index, hunk.end_of_file)
+            if found is not None:
+                new = _unredacted(hunk, new, lines, found)
+        if found is None:
             wanted = "\n".join(hunk.old_lines)
             raise PatchError(f"Failed to find expected lines in {path}:\n{wanted}", path=path)
         replacements.append((found, len(old), new))
         line_index = found + len(old)
     replacements.sort(key=lambda r: r[0])
     return replacements
+
+
+def _unredacted(hunk: Hunk, new: list[str], lines: list[str], found: int) -> list[str]:
+    """``new`` with each redacted context line put back as the file has it: a patch read from a
+    redacted log changes only the lines it adds or removes, never the secret beside them."""
+    new = list(new)
+    i = j = 0  # positions in the hunk's old and new lines
+    for line in hunk.lines:
+        if line[0] == " ":
+            if REDACTED_MARK in line and j < len(new) and found + i < len(lines):
+                new[j] = lines[found + i]
+            i, j = i + 1, j + 1
+        elif line[0] == "-":
+            i += 1
+        else:
+            j += 1
+    return new
 
 
 def apply_patch(ops: Sequence[FileOp], root: Path) -> list[tuple[str, str]]:

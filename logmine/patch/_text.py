@@ -8,6 +8,7 @@ Codex byte for byte needs these small re-implementations.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 # Unicode White_Space, which is what Rust's char::is_whitespace tests.
@@ -86,4 +87,36 @@ def seek_sequence(lines: Sequence[str], pattern: Sequence[str], start: int, eof:
         for i in range(first, last + 1):
             if seen[i] == wanted[0] and seen[i : i + n] == wanted:
                 return i
+    return None
+
+
+# logmine's redaction placeholder (``logmine.redact``; spelled out here because this module also runs
+# alone inside sandboxes): a patch read from a redacted log may hold it where the file holds a secret
+REDACTED_MARK = "[REDACTED:"
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+
+
+def redacted_pattern(line: str) -> re.Pattern[str] | None:
+    """A pattern line holding redaction placeholders as a regex that any text matches in their place
+    (compared trimmed, as the ladder's third level does); None when the line holds none."""
+    if REDACTED_MARK not in line:
+        return None
+    parts = _PLACEHOLDER.split(trim(line))
+    if len(parts) == 1:
+        return None
+    return re.compile(".+?".join(re.escape(p) for p in parts), re.S)
+
+
+def seek_redacted(lines: Sequence[str], pattern: Sequence[str], start: int, eof: bool) -> int | None:
+    """:func:`seek_sequence`'s last resort, logmine's own: lines holding redaction placeholders match
+    any text in their place, the others as trimmed text. None when no line of ``pattern`` is redacted."""
+    regexes = [redacted_pattern(p) for p in pattern]
+    if not any(regexes) or len(pattern) > len(lines):
+        return None
+    n = len(pattern)
+    wanted = [trim(p) for p in pattern]
+    for i in range(len(lines) - n if eof else start, len(lines) - n + 1):
+        if all((rx.fullmatch(trim(lines[i + k])) if rx else trim(lines[i + k]) == wanted[k])
+               for k, rx in enumerate(regexes)):
+            return i
     return None

@@ -57,11 +57,14 @@ class Repo:
 
 @dataclass(frozen=True, slots=True)
 class PriorPatch:
-    """A successful apply_patch call of an earlier task of the session (replayed onto the commit)."""
+    """Earlier work of the session redone onto the commit: a successful apply_patch call, or (when
+    ``command`` is set) a shell command that edited files, re-run in its ``workdir``."""
 
     task_index: int
     seq: int
-    call_id: str
+    call_id: str | None
+    command: str | None = None
+    workdir: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,8 @@ class StartState:
     repo: Repo = Repo()
     ghost_commit: str | None = None  # Codex's snapshot commit of the turn, when it took one
     prior_patches: tuple[PriorPatch, ...] = ()
-    method: str | None = None  # ghost_snapshot | git_commit+patches | None (not rebuildable)
+    method: str | None = None  # ghost_snapshot | git_commit+patches | git_commit+edits | None (not rebuildable)
+    untracked: tuple[str, ...] = ()  # files untracked in the work tree at the session's start (its first snapshot)
 
     @property
     def commit(self) -> str | None:
@@ -82,12 +86,18 @@ class StartState:
     def from_row(cls, row: dict) -> StartState:
         """From the decoded JSON object of ``tasks.start_state``."""
         return cls(Repo(**(row.get("repo") or {})), row.get("ghost_commit"),
-                   tuple(PriorPatch(**p) for p in row.get("prior_patches") or ()), row.get("method"))
+                   tuple(PriorPatch(**p) for p in row.get("prior_patches") or ()), row.get("method"),
+                   tuple(row.get("untracked") or ()))
+
+    def prior_row(self) -> list[dict]:
+        """``prior_patches`` as stored: a shell edit's ``command``/``workdir`` only where set."""
+        return [{k: v for k, v in asdict(p).items() if v is not None or k == "call_id"} for p in self.prior_patches]
 
     def to_row(self) -> dict:
         """The JSON object stored (as text) in ``tasks.start_state``."""
         return {"repo": asdict(self.repo), "ghost_commit": self.ghost_commit,
-                "prior_patches": [asdict(p) for p in self.prior_patches], "method": self.method}
+                "prior_patches": self.prior_row(), "method": self.method,
+                **({"untracked": list(self.untracked)} if self.untracked else {})}
 
 
 # -- tasks -----------------------------------------------------------------------------------------
@@ -144,10 +154,21 @@ class Task:
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One run of a candidate's command in the session."""
+    """One run of a candidate's command in the session.
+
+    ``failed``: True when it exited non-zero or its output says it failed without a code (a sandbox
+    denial, a time-out, an execution error), False when it exited 0, None when the outcome is unknown
+    (no output, a process never seen to exit, a command refused before it ran). Runs stored before the
+    field existed read it from their exit code.
+    """
 
     seq: int
     exit_code: int | None
+    failed: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.failed is None and self.exit_code is not None:
+            object.__setattr__(self, "failed", self.exit_code != 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +267,7 @@ class TaskInput:
     task: Task
     candidates: tuple[Candidate, ...]
     actions: tuple[Action, ...]
-    prior_ops: tuple[tuple[FileOp, ...], ...]  # earlier tasks' patches, applied onto the start commit
+    prior: tuple[Action, ...]  # earlier tasks' patches and shell edits, redone onto the start commit
 
 
 _ACTIONS_SQL = """
@@ -255,7 +276,7 @@ FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ? AND e.kind IN ('
 ORDER BY e.seq
 """
 _PRIOR_SQL = """
-SELECT call_id, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
+SELECT call_id, workdir, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
 ORDER BY seq
 """
 _CALLS_SQL = "SELECT call_id, exit_code, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
@@ -285,11 +306,11 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
     if path not in cache:
         cache[path] = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [path]))}
     calls = cache[path]
-    prior = [p.call_id for p in task.start_state.prior_patches]
-    by_call: dict[str, list[FileOp]] = {}
+    prior = [p.call_id for p in task.start_state.prior_patches if p.command is None]
+    by_call: dict[str, list[dict]] = {}
     if prior:
         for row in fetch_dicts(con.execute(_PRIOR_SQL, [path, prior])):
-            by_call.setdefault(row["call_id"], []).append(_op(row["arguments"]))
+            by_call.setdefault(row["call_id"], []).append(row)
     events = fetch_dicts(con.execute(_ACTIONS_SQL, [path, task.first_seq, task.last_seq]))
     patched = {e["call_id"] for e in events if e["kind"] == "patch"}
     actions: list[Action] = []
@@ -301,12 +322,22 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
                 last = actions.pop()
                 actions.append(Action(last.seq, "patch", last.call_id, ops=(*last.ops, _op(event["arguments"]))))
             else:
-                actions.append(Action(event["seq"], "patch", event["call_id"], ops=(_op(event["arguments"]),)))
+                actions.append(Action(event["seq"], "patch", event["call_id"], workdir=event["workdir"],
+                                      ops=(_op(event["arguments"]),)))
         elif event["command"] and event["call_id"] not in patched and event["tool_name"] != "write_stdin":
             actions.append(Action(event["seq"], "command", event["call_id"], command=event["command"],
                                   workdir=event["workdir"]))
     return TaskInput(task, read_candidates(store, task), tuple(actions),
-                     tuple(tuple(by_call[c]) for c in prior if c in by_call))
+                     tuple(_prior_action(p, by_call) for p in task.start_state.prior_patches
+                           if p.command is not None or p.call_id in by_call))
+
+
+def _prior_action(prior: PriorPatch, by_call: dict[str, list[dict]]) -> Action:
+    if prior.command is not None:
+        return Action(prior.seq, "command", prior.call_id, command=prior.command, workdir=prior.workdir)
+    rows = by_call[prior.call_id]
+    return Action(prior.seq, "patch", prior.call_id, workdir=rows[0]["workdir"],
+                  ops=tuple(_op(r["arguments"]) for r in rows))
 
 
 def _op(arguments: str) -> FileOp:

@@ -34,11 +34,11 @@ ORDER BY f.source_path
 """
 _EVENTS_SQL = """
 SELECT source_path, seq, ts, kind, record_type, text, call_id, command, workdir, is_injected, injected_kind,
-       arguments, CASE WHEN record_type = 'response_item/ghost_snapshot' THEN raw END AS raw
+       copied_from, arguments, CASE WHEN record_type = 'response_item/ghost_snapshot' THEN raw END AS raw
 FROM events WHERE source_path IN (SELECT unnest(?)) ORDER BY source_path, seq
 """
 _CALLS_SQL = """
-SELECT source_path, call_id, exit_code, left(output, 64) AS output FROM tool_calls
+SELECT source_path, call_id, exit_code, failed, left(output, 64) AS output FROM tool_calls
 WHERE source_path IN (SELECT unnest(?)) AND call_id IS NOT NULL
 """
 
@@ -107,7 +107,10 @@ def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, class
     events: dict[str, list[dict]] = {p: [] for p in paths}
     for event in fetch_dicts(con.execute(_EVENTS_SQL, [paths])):
         raw = event.pop("raw")
-        event["ghost_commit"] = orjson.loads(raw)["payload"]["ghost_commit"].get("id") if raw else None
+        ghost = orjson.loads(raw)["payload"]["ghost_commit"] if raw else None
+        event["ghost_commit"] = ghost.get("id") if ghost else None
+        # files the work tree held untracked when Codex took the snapshot (not in any commit)
+        event["ghost_untracked"] = tuple(ghost.get("preexisting_untracked_files") or ()) if ghost else ()
         events[event.pop("source_path")].append(event)
     calls: dict[str, dict[str, dict]] = {p: {} for p in paths}
     for call in fetch_dicts(con.execute(_CALLS_SQL, [paths])):

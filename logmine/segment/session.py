@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from dataclasses import dataclass, replace
 
 import orjson
@@ -26,8 +27,7 @@ class SessionResult:
 class _History:
     """What earlier tasks of the session did to the workspace."""
 
-    patches: list[PriorPatch]  # successful patch calls
-    opaque: tuple[int, str] | None = None  # first earlier task that edited files by shell
+    edits: list[PriorPatch]  # successful patch calls and shell commands that edited files, in order
 
 
 def segment_session(session: dict, events: list[dict], calls: dict[str, dict], rules: FollowupRules,
@@ -43,21 +43,24 @@ def segment_session(session: dict, events: list[dict], calls: dict[str, dict], r
     spans = split_tasks(events, rules)
     if not spans:
         return SessionResult([], [], "no genuine user request" if events else "empty session")
-    files, history = SessionFiles(), _History([])
+    # a resumed or forked session starts where its parent's copied history left the files
+    files, history = SessionFiles(), _History(_copied_edits(events, spans[0].first_seq, calls, classifier))
     ghosts = [(e["seq"], e["ghost_commit"]) for e in events if e.get("ghost_commit")]
+    untracked = _untracked_at_start(events)
     tasks, verifiers = [], []
     for span in spans:
-        task, rows = _task(session, span, calls, classifier, files, history, ghosts)
+        task, rows = _task(session, span, calls, classifier, files, history, ghosts, untracked)
         tasks.append(task)
         verifiers += rows
     return SessionResult(tasks, verifiers, None)
 
 
 def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: CommandClassifier,
-          files: SessionFiles, history: _History, ghosts: list[tuple[int, str]]) -> tuple[Task, list[Candidate]]:
+          files: SessionFiles, history: _History, ghosts: list[tuple[int, str]],
+          untracked: tuple[str, ...] = ()) -> tuple[Task, list[Candidate]]:
     task_id = "t-" + hashlib.sha1(f"{session['session_id']}/{session['source_path']}/{span.first_seq}"
                                   .encode()).hexdigest()[:16]
-    work, ops, patch_calls = TaskWork(), [], []
+    work, ops, edits = TaskWork(), [], []
     patched = {e["call_id"] for e in span.events if e["kind"] == "patch"}
     n_calls = n_failed = 0
     for event in span.events:
@@ -72,20 +75,20 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
             if not classifier.is_test(command) and classifier.edits_files(command):
                 work.opaque_edits.append(command)
                 work.edit_seqs.append(event["seq"])
+                edits.append(PriorPatch(span.index, event["seq"], event["call_id"], command, event["workdir"]))
             else:
                 work.commands.append({"seq": event["seq"], "command": command, "workdir": event["workdir"],
-                                      "exit_code": exit_code})
+                                      "exit_code": exit_code, "failed": call["failed"] if call else None})
         elif event["kind"] == "patch" and patch_applied(call):
-            ops.append(FileOp.from_dict(orjson.loads(event["arguments"])))
+            ops.append(_relative(FileOp.from_dict(orjson.loads(event["arguments"])), session.get("cwd")))
             work.edit_seqs.append(event["seq"])
-            if not patch_calls or patch_calls[-1].call_id != event["call_id"]:
-                patch_calls.append(PriorPatch(task_index=span.index, seq=event["seq"], call_id=event["call_id"]))
+            if not edits or edits[-1].call_id != event["call_id"]:
+                edits.append(PriorPatch(task_index=span.index, seq=event["seq"], call_id=event["call_id"]))
     start_state, rebuildable, reason = _start_state(session, span, history, ghosts)
+    start_state = replace(start_state, untracked=untracked)
     changes = compose(ops, files)
     rows = candidates(task_id, session["session_id"], work, changes, classifier, session.get("cwd"))
-    history.patches += patch_calls
-    if work.opaque_edits and history.opaque is None:
-        history.opaque = (span.index, work.opaque_edits[0])
+    history.edits += edits
     touched = sorted({*changes, *(c.move_from for c in changes.values() if c.move_from)})
     times = [e["ts"] for e in span.events if e["ts"] is not None]
     final = _final_message(span)
@@ -123,15 +126,56 @@ def _start_state(session: dict, span: TaskSpan, history: _History,
     ghost = next((commit for seq, commit in reversed(ghosts) if span.first_seq <= seq <= first_work), None)
     repo = Repo(cwd=session.get("cwd"), git_repo_url=session.get("git_repo_url"),
                 git_commit=session.get("git_commit"), git_branch=session.get("git_branch"))
-    state = StartState(repo=repo, ghost_commit=ghost, prior_patches=tuple(history.patches))
+    state = StartState(repo=repo, ghost_commit=ghost, prior_patches=tuple(history.edits))
     if ghost:  # Codex snapshots the work tree at the start of each turn
         return replace(state, method="ghost_snapshot"), True, None
     if not session.get("git_commit"):
         return state, False, "no git commit recorded for the session" + ("" if session.get("cwd") else " and no cwd")
-    if history.opaque is not None:
-        index, command = history.opaque
-        return state, False, f"earlier task {index} edited files by shell command: {command[:120]}"
-    return replace(state, method="git_commit+patches"), True, None
+    shell = any(e.command is not None for e in history.edits)  # redone in a sandbox (logmine.verify.edits)
+    return replace(state, method="git_commit+edits" if shell else "git_commit+patches"), True, None
+
+
+def _copied_edits(events: list[dict], before: int, calls: dict[str, dict],
+                  classifier: CommandClassifier) -> list[PriorPatch]:
+    """The edits of the parent's history a forked or resumed session copied before its first request
+    (task index -1): its successful patches and file-editing shell commands, in order."""
+    edits: list[PriorPatch] = []
+    for event in events:
+        if event["seq"] >= before:
+            break
+        if not event.get("copied_from") or not event["call_id"]:
+            continue
+        if event["kind"] == "patch" and patch_applied(calls.get(event["call_id"])):
+            if not edits or edits[-1].call_id != event["call_id"]:
+                edits.append(PriorPatch(-1, event["seq"], event["call_id"]))
+        elif event["kind"] == "tool_call" and event["command"] and not classifier.is_test(event["command"]) \
+                and classifier.edits_files(event["command"]):
+            edits.append(PriorPatch(-1, event["seq"], event["call_id"], event["command"], event["workdir"]))
+    patched = {e["call_id"] for e in events if e["kind"] == "patch" and e["seq"] < before}
+    return [e for e in edits if e.command is None or e.call_id not in patched]
+
+
+def _untracked_at_start(events: list[dict]) -> tuple[str, ...]:
+    """The files Codex's first snapshot of the session found untracked, when it was taken before any
+    work (later snapshots also list what the session itself created)."""
+    for event in events:
+        if event["kind"] in ("tool_call", "patch") and not event.get("copied_from"):
+            return ()
+        if event.get("ghost_commit") and not event.get("copied_from"):
+            return tuple(event.get("ghost_untracked") or ())
+    return ()
+
+
+def _relative(op: FileOp, cwd: str | None) -> FileOp:
+    """``op`` with absolute paths inside the session's ``cwd`` made relative to it (as Codex resolved
+    them): ``/home/u/proj/src/x.py`` and ``src/x.py`` are one file of the task's diff."""
+    def rel(path: str | None) -> str | None:
+        if path and cwd and path.startswith(cwd.rstrip("/") + "/"):
+            return posixpath.normpath(path[len(cwd.rstrip("/")) + 1:])
+        return path
+    if not cwd or not (op.path.startswith("/") or (op.move_to or "").startswith("/")):
+        return op
+    return replace(op, path=rel(op.path), move_to=rel(op.move_to))
 
 
 def _final_message(span: TaskSpan) -> str | None:

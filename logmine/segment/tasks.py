@@ -4,7 +4,9 @@ A task starts at a genuine request and runs until the next one. Injected context
 request. A short follow-up that only continues the work ("continue", "yes", "try again", or a bare
 error paste right after the agent asked for it) extends the running task instead; the rules come
 from the pipeline's ``[segment]`` section. A request repeated verbatim with no work in between (a
-client retry) is the same request.
+client retry) is the same request. A forked session's copy of its parent's history holds the
+parent's requests, not its own: they open no task, and the copy's work, which comes before the
+child's first request, belongs to none.
 """
 
 from __future__ import annotations
@@ -70,7 +72,9 @@ def request_text(event: dict) -> str:
 
 
 def is_request(event: dict) -> bool:
-    return (event["kind"] == "user_message" and not event["is_injected"]
+    """A genuine user message of the session itself: not injected context, and not one of the
+    parent's requests a forked session copied with its history (``copied_from``)."""
+    return (event["kind"] == "user_message" and not event["is_injected"] and not event.get("copied_from")
             and event["record_type"] in MESSAGE_TYPES and bool(request_text(event)))
 
 

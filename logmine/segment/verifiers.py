@@ -16,6 +16,9 @@ Kinds, strengths and their TMax mapping (TMax's taxonomy: ``exact_text`` for an 
 A file_diff whose task also edited files through shell commands is ``incomplete`` (strength 0.1):
 the patches do not tell the whole change. Verify later keeps only candidates that fail on the
 task's start state and pass after its replay.
+
+A run failed when it exited non-zero or its output says it failed without a code (``failed`` in the
+``tool_calls`` view); it passed only when it exited 0. A run whose outcome is unknown is neither.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from logmine.segment.records import Candidate, FileDiff, HiddenTest, Run
 class TaskWork:
     """What a task did, in order: its commands (with exit codes) and its edits."""
 
-    commands: list[dict] = field(default_factory=list)  # {seq, command, workdir, exit_code}
+    commands: list[dict] = field(default_factory=list)  # {seq, command, workdir, exit_code[, failed]}
     edit_seqs: list[int] = field(default_factory=list)  # successful patches and file-editing commands
     opaque_edits: list[str] = field(default_factory=list)  # file-editing shell commands
 
@@ -53,9 +56,9 @@ def candidates(task_id: str, session_id: str | None, work: TaskWork, changes: di
         if classifier.is_test(last["command"]):
             found.append(_test_candidate(task_id, session_id, runs, last_edit, tests, cwd))
         elif first_edit is not None and not classifier.edits_files(last["command"]):
-            before = [r for r in runs if r["seq"] < first_edit and r["exit_code"] not in (None, 0)]
+            before = [r for r in runs if r["seq"] < first_edit and _failed(r) is True]
             after = [r for r in runs if r["seq"] > last_edit]
-            if before and after and after[-1]["exit_code"] == 0:
+            if before and after and _failed(after[-1]) is False:
                 found.append(_command_candidate(task_id, session_id, "check_command", runs, cwd, strength=0.5,
                                                 ran_after_last_edit=True, fail_to_pass=True))
     if changes:
@@ -73,8 +76,8 @@ def _test_candidate(task_id: str, session_id: str | None, runs: list[dict], last
                     tests: tuple[HiddenTest, ...], cwd: str | None) -> Candidate:
     last = runs[-1]
     after_edit = last_edit is None or last["seq"] > last_edit
-    failed_before = any(r["exit_code"] not in (None, 0) for r in runs[:-1])
-    passed = last["exit_code"] == 0
+    failed_before = any(_failed(r) is True for r in runs[:-1])
+    passed = _failed(last) is False
     fail_to_pass = after_edit and passed and failed_before and last_edit is not None
     if fail_to_pass:
         strength = 1.0
@@ -94,9 +97,17 @@ def _command_candidate(task_id: str, session_id: str | None, kind: str, runs: li
     return Candidate(
         verifier_id=_verifier_id(task_id, kind, None, last["command"]), task_id=task_id, session_id=session_id,
         kind=kind, command=last["command"], workdir=last.get("workdir") or cwd,
-        runs=tuple(Run(seq=r["seq"], exit_code=r["exit_code"]) for r in runs),
+        runs=tuple(Run(seq=r["seq"], exit_code=r["exit_code"], failed=_failed(r)) for r in runs),
         ran_after_last_edit=ran_after_last_edit, fail_to_pass=fail_to_pass, hidden_tests=hidden_tests,
         strength=strength, tmax_kind="test_pass")
+
+
+def _failed(run: dict) -> bool | None:
+    """The run's ``failed`` (from ``tool_calls``), else what its exit code says."""
+    failed = run.get("failed")
+    if failed is None and run["exit_code"] is not None:
+        return run["exit_code"] != 0
+    return failed
 
 
 def _verifier_id(task_id: str, kind: str, mode: str | None, command: str | None) -> str:

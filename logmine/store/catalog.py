@@ -127,9 +127,12 @@ UNION ALL BY NAME
 SELECT * FROM hist
 """
 
-# One row per tool call, paired with its output (by call_id within the file). A unified-exec
-# command still running at its first output gets its exit code from the write_stdin poll that saw
-# it exit; exec_command_end / item_completed events fill in exit codes the output text lacks.
+# One row per tool call, paired with its output (by call_id within the file). exec_command_end /
+# item_completed events fill in exit codes the output text lacks. A unified-exec command still running
+# at its first output ("Process running with session ID N") gets its exit code from the first
+# write_stdin poll that saw it exit; a poll belongs to the latest command before it that started a
+# process with that session id (ids are reused within a file). `failed`: the exit code is non-zero, or
+# (no code) the output or end event says the command failed; false on exit 0; null when unknown.
 TOOL_CALLS_VIEW = """
 CREATE OR REPLACE VIEW tool_calls AS
 WITH calls AS (SELECT * FROM events WHERE kind = 'tool_call'),
@@ -137,24 +140,40 @@ outs AS (
     SELECT * FROM events WHERE kind = 'tool_output' AND record_type NOT LIKE 'event_msg/%'
     QUALIFY row_number() OVER (PARTITION BY source_path, call_id ORDER BY seq) = 1),
 ends AS (
-    SELECT source_path, call_id, arg_min(exit_code, seq) AS exit_code, arg_min(duration_s, seq) AS duration_s
-    FROM events WHERE kind = 'tool_output' AND record_type LIKE 'event_msg/%' AND exit_code IS NOT NULL
+    SELECT source_path, call_id, arg_min(exit_code, seq) FILTER (WHERE exit_code IS NOT NULL) AS exit_code,
+           arg_min(duration_s, seq) FILTER (WHERE exit_code IS NOT NULL) AS duration_s,
+           bool_or(status = 'failed') AS failed
+    FROM events WHERE kind = 'tool_output' AND record_type LIKE 'event_msg/%'
+      AND (exit_code IS NOT NULL OR status = 'failed')
     GROUP BY ALL),
-polls AS (
-    SELECT c.source_path, c.exec_session_id, arg_min(o.exit_code, o.seq) AS exit_code
+started AS (
+    SELECT c.source_path, c.seq, o.exec_session_id
     FROM calls c JOIN outs o ON o.source_path = c.source_path AND o.call_id = c.call_id
-    WHERE c.tool_name = 'write_stdin' AND o.exit_code IS NOT NULL GROUP BY ALL)
-SELECT c.session_id, c.source_path, c.seq, c.ts, c.turn_id, c.call_id, c.tool_name, c.command, c.workdir,
-       c.arguments, c.status AS call_status, o.seq AS output_seq, o.text AS output,
-       coalesce(o.exit_code, e.exit_code, p.exit_code) AS exit_code,
-       coalesce(o.duration_s, e.duration_s) AS duration_s,
-       o.exec_session_id AS exec_session_id,
-       o.seq IS NOT NULL AS has_output,
-       c.tool_name <> 'web_search' AND o.seq IS NULL AS interrupted
-FROM calls c
-LEFT JOIN outs o ON o.source_path = c.source_path AND o.call_id = c.call_id
-LEFT JOIN ends e ON e.source_path = c.source_path AND e.call_id = c.call_id
-LEFT JOIN polls p ON p.source_path = c.source_path AND p.exec_session_id = o.exec_session_id
+    WHERE c.tool_name <> 'write_stdin' AND o.exec_session_id IS NOT NULL),
+poll_exits AS (
+    SELECT c.source_path, c.seq, c.exec_session_id, o.seq AS output_seq, o.exit_code
+    FROM calls c JOIN outs o ON o.source_path = c.source_path AND o.call_id = c.call_id
+    WHERE c.tool_name = 'write_stdin' AND o.exit_code IS NOT NULL),
+polls AS (
+    SELECT s.source_path, s.seq AS started_seq, arg_min(p.exit_code, p.output_seq) AS exit_code
+    FROM poll_exits p ASOF JOIN started s
+      ON s.source_path = p.source_path AND s.exec_session_id = p.exec_session_id AND p.seq > s.seq
+    GROUP BY ALL),
+joined AS (
+    SELECT c.*, o.seq AS output_seq, o.text AS output, o.status AS output_status,
+           coalesce(o.exit_code, e.exit_code, p.exit_code) AS code,
+           coalesce(o.duration_s, e.duration_s) AS duration, o.exec_session_id AS output_session, e.failed AS end_failed
+    FROM calls c
+    LEFT JOIN outs o ON o.source_path = c.source_path AND o.call_id = c.call_id
+    LEFT JOIN ends e ON e.source_path = c.source_path AND e.call_id = c.call_id
+    LEFT JOIN polls p ON p.source_path = c.source_path AND p.started_seq = c.seq)
+SELECT session_id, source_path, seq, ts, turn_id, call_id, tool_name, command, workdir,
+       arguments, status AS call_status, output_seq, output, code AS exit_code, duration AS duration_s,
+       CASE WHEN code IS NOT NULL THEN code <> 0 WHEN output_status = 'failed' OR end_failed THEN true END AS failed,
+       output_session AS exec_session_id,
+       output_seq IS NOT NULL AS has_output,
+       tool_name <> 'web_search' AND output_seq IS NULL AS interrupted
+FROM joined
 """
 
 # A candidate's verification counts only if it verified the candidate's current segmentation.

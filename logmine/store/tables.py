@@ -60,6 +60,7 @@ EVENTS = pa.schema(
         ("status", pa.string()),
         ("is_injected", pa.bool_()),
         ("injected_kind", pa.string()),
+        ("copied_from", pa.string()),  # a forked session's copy of its parent's history: the parent's id
         ("patch_op", pa.string()),
         ("path", pa.string()),
         ("move_path", pa.string()),

@@ -4,7 +4,8 @@
   0. A test candidate's hidden test files are written in from their recorded content first, so
   whatever the agent did to them does not count.
 - ``file_diff`` ``exact``: every file has its expected end-of-task content (a deleted file is absent).
-- ``file_diff`` ``hunks``: every line the task added is present, every line it removed is absent.
+- ``file_diff`` ``hunks``: every line the task added is present, every line it removed is absent
+  (beyond the copies the end-of-task text keeps elsewhere in the file, when that text is known).
 
 A grade is ``passed`` True/False, or None when it could not be scored (sandbox error, timeout):
 an infrastructure failure is never a fail.
@@ -72,7 +73,12 @@ def _file_diff(workspace: Path, mount_at: str, candidate: Candidate, cwd: str,
         elif change.op != "delete":
             lines = Counter((text or "").splitlines())
             missing = Counter(change.added) - lines
-            present = [line for line in change.removed if line in lines and line not in change.added]
+            # a removed line may rightly stay elsewhere in the file: only copies beyond the end-of-task
+            # text's (when known) count as still present
+            end = change.content if change.content is not None else expected.get(path)
+            kept = Counter(end.splitlines()) if end is not None else Counter()
+            present = [line for line in dict.fromkeys(change.removed)
+                       if lines[line] > kept[line] and line not in change.added]
             if missing:
                 problems.append(f"{path}: {sum(missing.values())} added line(s) missing")
             if present:

@@ -27,7 +27,7 @@ from logmine.segment.records import NoTasks, load_task, read_tasks
 from logmine.store import CATALOG, DEFAULT_STORE, Store
 from logmine.verify.environment import modes_to_try
 from logmine.verify.records import ENVIRONMENTS, VERIFICATIONS
-from logmine.verify.task import TaskOutcome, VerifyOptions, verify_task
+from logmine.verify.task import TaskOutcome, VerifyOptions, failed, verify_task
 
 COMMIT_EVERY = 8
 
@@ -130,9 +130,8 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
             if items:
                 executor.check_nodes(functools.partial(backend_unavailable, config.backend))
             for count, done in enumerate(executor.map(functools.partial(_verify_unit, options), items), 1):
-                if done.error is not None:
-                    raise done.error
-                outcome = done.result
+                # a unit that raised (a worker lost on a cluster): that task's unscored, not the run's end
+                outcome = done.result if done.error is None else failed(items[done.index], done.error)
                 pending.append((outcome, seg_gens[outcome.task_id], done.placement))
                 _account(summary, outcome, kinds)
                 if len(pending) >= COMMIT_EVERY:

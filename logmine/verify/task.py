@@ -17,9 +17,10 @@ from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import detect
-from logmine.patch import FileOp, render_patch
+from logmine.patch import PatchError
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.segment.records import Candidate, TaskInput
+from logmine.verify.edits import StartDiffered, check_untracked, differed, failing_path, patch_command, rooted
 from logmine.verify.environment import EnvironmentRecord, Provided, modes_to_try, provide, sandbox_options
 from logmine.verify.grade import Grade, grade
 from logmine.verify.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
@@ -49,15 +50,34 @@ class VerifyOptions:
 
 
 def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
+    """Rebuild, replay and grade one task. Never raises for the task's own problems (a damaged clone,
+    a link to the author's home, an unreadable file, a bug of ours on a shape we did not foresee): each
+    is this task's ``not_rebuilt`` (while rebuilding) or ``unscored`` result with the reason, so one task
+    never ends a run of many."""
+    try:
+        return _verify_task(item, options)
+    except Exception as exc:  # the task's result, not the run's end
+        return failed(item, exc)
+
+
+def failed(item: TaskInput, exc: BaseException) -> TaskOutcome:
+    """The outcome of a task whose verification raised ``exc`` outside the rebuild."""
+    return _all(item, "unscored", f"verify failed: {type(exc).__name__}: {str(exc)[:300]}", rebuilt=True)
+
+
+def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
     task = item.task
     with tempfile.TemporaryDirectory(prefix="logmine-verify-") as tmp:
         try:
             if not task.rebuildable:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
-            state = rebuild(task.start_state, item.prior_ops, options.repo_map, Path(tmp) / "start",
-                            options.repo_search, options.plain_dirs)
+            state = rebuild(task.start_state, item.prior, options.repo_map, Path(tmp) / "start",
+                            options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
+        except Exception as exc:  # e.g. an unreadable file of the clone
+            return _all(item, "not_rebuilt", f"rebuild failed: {type(exc).__name__}: {str(exc)[:300]}",
+                        rebuilt=False)
         commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]
         record = EnvironmentRecord(detect(state.path, commands))
         outcome = None
@@ -93,6 +113,8 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
         before = _grade_all(item, state, options, provided, expected)
     except SandboxError as exc:
         return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True, provided=provided)
+    except NotRebuilt as exc:  # the replay showed the start tree was not the author's
+        return _all(item, "not_rebuilt", str(exc), rebuilt=False, provided=provided)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
     rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
@@ -119,8 +141,18 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
         base = Path(box.workspace)
         for action in item.actions:
             if action.kind == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
-                result = box.run(_apply_patch_command(action.ops), cwd=state.cwd)
+                try:
+                    ops = rooted(action.ops, action.workdir or state.cwd, state.root)
+                except PatchError as exc:
+                    problems.append(f"replay: patch at seq {action.seq}: {exc}")
+                    continue
+                result = box.run(patch_command(ops), cwd=state.root)
                 if result.exit_code != 0:
+                    path = failing_path(ops, base)
+                    against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
+                    if path is not None and differed(path, base, state.path):
+                        raise StartDiffered(path, against)
+                    check_untracked(path, base, frozenset(item.task.start_state.untracked), against)
                     problems.append(f"replay: patch at seq {action.seq} did not apply: "
                                     f"{(result.error or result.output).strip()[:200]}")
             else:
@@ -130,14 +162,6 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
         expected = _end_contents(item.candidates, base / os.path.relpath(state.cwd, state.root))
         grades = {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
     return grades, expected, problems
-
-
-def _apply_patch_command(ops: tuple[FileOp, ...]) -> str:
-    patch = render_patch(ops)
-    mark = "LOGMINE_PATCH"
-    while mark in patch:
-        mark += "_"
-    return f"apply_patch <<'{mark}'\n{patch.rstrip(chr(10))}\n{mark}"
 
 
 def inside(workdir: str | None, state: RebuiltTree) -> str:
@@ -157,9 +181,9 @@ def _grading_order(candidates: tuple[Candidate, ...]) -> list[Candidate]:
 
 
 def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, str | None]:
-    """The replayed end-of-task text of every file an exact diff or a test candidate's hidden test
-    files name without recorded content."""
-    wanted = {d.path for c in candidates if c.kind == "file_diff" and c.mode == "exact"
+    """The replayed end-of-task text of every file a diff or a test candidate's hidden test files name
+    without recorded content."""
+    wanted = {d.path for c in candidates if c.kind == "file_diff"
               for d in c.diffs if d.content is None and d.op != "delete"}
     wanted |= {t.path for c in candidates if c.kind == "test_command" for t in c.hidden_tests if t.content is None}
     return {path: read_inside(base, path) for path in wanted}

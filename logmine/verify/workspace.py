@@ -2,10 +2,12 @@
 
 The repository is found at the session's recorded cwd (or where ``--repo-map OLD=NEW`` says it
 moved), its recorded commit (or the turn's ghost-snapshot commit) is exported with ``git archive``,
-and the successful patches of earlier tasks of the session are applied on top with the same patch
-module that parsed them. The result is a fresh git repository (one commit), so that replayed
-``git status``/``git diff`` commands work. A mapped directory that is not a git repository is taken
-as it is, which the status reason says.
+and the earlier tasks' work is redone on top: their successful patches with the same patch module
+that parsed them, and their file-editing shell commands in a sandbox (:mod:`logmine.verify.edits`).
+Links to absolute paths are left out of the exported tree, and a clone missing objects is a reason,
+not a crash. The result is a fresh git repository (one commit), so that replayed ``git status``/
+``git diff`` commands work. A mapped directory that is not a git repository is taken as it is, which
+the status reason says.
 """
 
 from __future__ import annotations
@@ -13,24 +15,23 @@ from __future__ import annotations
 import os
 import subprocess
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from logmine.errors import LogmineError
-from logmine.patch import FileOp, PatchError, apply_patch
 from logmine.redact.files import TreeTooLarge, copy_tree
-from logmine.segment.records import Repo, StartState
+from logmine.sandbox import Limits
+from logmine.segment.records import Action, Repo, StartState
 from logmine.verify.clones import find_clone
+from logmine.verify.edits import NotRebuilt, redo_earlier, within
+
+__all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
 _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost",
             "GIT_COMMITTER_NAME": "logmine", "GIT_COMMITTER_EMAIL": "logmine@localhost"}
 
 
 PLAIN_DIR_MAX_BYTES = 256 << 20  # a working directory that is not a repository: copied up to this
-
-
-class NotRebuilt(LogmineError):
-    """The start state cannot be rebuilt; the message is the reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,11 +44,6 @@ class RebuiltTree:
     note: str | None = None  # a caveat about how it was rebuilt
     live: Path | None = None  # the live repository on this host (its ignored dependency directories)
     method: str | None = None  # ghost_snapshot | git_commit+patches | working tree
-
-
-def within(path: str | None, root: str) -> bool:
-    """Is ``path`` the directory ``root`` or below it?"""
-    return bool(path) and (path == root or path.startswith(root.rstrip("/") + "/"))
 
 
 def read_inside(base: Path, rel: str) -> str | None:
@@ -73,14 +69,17 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
     return path
 
 
-def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_map: dict[str, str],
-            dest: Path, repo_search: tuple[Path, ...] = (), plain_dirs: bool = False) -> RebuiltTree:
+def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
+            repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
+            limits: Limits = Limits()) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
     recorded, the clone under ``repo_search`` that holds the recorded commit or remote URL. The
     turn's ghost-snapshot commit is the start state as it is; when the clone lacks it (ghost commits
-    stay on the machine that made them), the session header's commit plus the earlier tasks' patches.
+    stay on the machine that made them), the session header's commit plus the earlier tasks' work
+    (``prior``: patches, and shell commands that edited files, redone in a ``backend`` sandbox:
+    :mod:`logmine.verify.edits`).
     A working directory that is not a git repository (a home directory, a scratch folder) is not
     rebuilt unless ``plain_dirs``; then it is copied without credential files
     (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
@@ -110,16 +109,29 @@ def rebuild(recipe: StartState, prior_ops: tuple[tuple[FileOp, ...], ...], repo_
         commit, method = _start_commit(recipe, live)
         if method == "git_commit+patches" and recipe.ghost_commit:
             notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
-                         f"header commit {commit[:12]} plus {len(prior_ops)} earlier patch(es)")
-        _export(live, commit, dest)
-    workdir = dest / os.path.relpath(cwd, root)
-    for ops in prior_ops if method != "ghost_snapshot" else ():  # a snapshot holds the earlier work already
-        try:
-            apply_patch(ops, workdir)
-        except PatchError as exc:
-            raise NotRebuilt(f"an earlier task's patch does not apply ({method}): {exc}") from exc
+                         f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
+        links = _export(live, commit, dest)
+        if links:
+            notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
+                         + ", ".join(links[:3]))
+    if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
+        if any(a.kind == "command" for a in prior):
+            _snapshot(dest)  # replayed git commands (git mv, git checkout) expect a repository
+        notes += redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
+                              untracked=frozenset(recipe.untracked))
+    missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
+    if missing:
+        notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
+                     + ", ".join(missing[:3]))
     _snapshot(dest)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method)
+
+
+def _agent_home(path: str) -> bool:
+    """An agent's or the OS's own file in the work tree (``.codex/``, ``.claude/``, ``.DS_Store``):
+    never the project's."""
+    first = path.split("/", 1)[0]
+    return first in (".codex", ".claude", ".agent", ".cursor", ".vscode", ".idea") or path.endswith(".DS_Store")
 
 
 def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
@@ -134,7 +146,8 @@ def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
         raise NotRebuilt("no commit recorded for the session")
     if not _has_commit(live, commit):
         what = f"ghost snapshot {recipe.ghost_commit[:12]} nor commit" if recipe.ghost_commit else "commit"
-        raise NotRebuilt(f"{'neither ' if recipe.ghost_commit else ''}{what} {commit[:12]} is in the repository "
+        raise NotRebuilt(f"{'neither ' if recipe.ghost_commit else ''}{what} {commit[:12]} is "
+                         f"{'' if recipe.ghost_commit else 'not '}in the repository "
                          f"at {live} (fetch it, or point --repo-search at a clone that has it)")
     return commit, "git_commit+patches"
 
@@ -177,12 +190,40 @@ def _git(repo: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _export(repo: Path, commit: str, dest: Path) -> None:
-    proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit], stdout=subprocess.PIPE)
-    with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
-        archive.extractall(dest, filter="data")
-    if proc.wait() != 0:
-        raise NotRebuilt(f"git archive of {commit[:12]} failed")
+def _export(repo: Path, commit: str, dest: Path) -> list[str]:
+    """Extract ``commit``'s tree into ``dest``; returns the links left out (to absolute paths or out
+    of the tree: a repository may commit a link to its author's home, which must never be followed).
+    A clone that lacks objects of the tree (partial, shallow or damaged) is :class:`NotRebuilt`."""
+    left_out: list[str] = []
+
+    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError:
+            if member.issym() or member.islnk():
+                left_out.append(member.name)
+                return None
+            raise
+
+    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on what it says
+        proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit],
+                                stdout=subprocess.PIPE, stderr=errors)
+        try:
+            with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
+                archive.extractall(dest, filter=keep)
+            failure = None
+        except (tarfile.TarError, OSError) as exc:
+            proc.kill()
+            failure = f"{type(exc).__name__}: {exc}"
+        proc.stdout.close()
+        code = proc.wait()
+        errors.seek(0)
+        said = errors.read().decode(errors="replace").strip().splitlines()
+    if failure or code != 0:
+        why = said[0] if said else failure or f"exit {code}"
+        raise NotRebuilt(f"git archive of {commit[:12]} failed: the clone lacks objects of its tree or cannot "
+                         f"be read ({why})")
+    return left_out
 
 
 def _snapshot(dest: Path) -> None:

@@ -59,6 +59,7 @@ __all__ = [
     "scenario_prompts",
     "scenario_run_steps",
     "scenario_patch_ops",
+    "fill_repo",
     "SCENARIOS_DIR",
 ]
 
@@ -193,6 +194,7 @@ class ScenarioRun:
     session_id: str | None
     turns: list[TurnResult] = field(default_factory=list)
     requests: list[dict] = field(default_factory=list)
+    scenario: dict | None = None  # as the mock played it (``${REPO}`` filled)
 
     @property
     def sessions_dir(self) -> Path:
@@ -291,7 +293,8 @@ def run_scenario(codex_bin: Path, scenario: dict, repo_files: dict[str, str], wo
 
     ``prepare(repo)`` runs after the initial commit, before the CLI: it makes what lives outside
     git (a git-ignored ``.venv``, ``node_modules``).  ``path_prefix``: directories put first on the
-    CLI's PATH (a venv whose ``pytest`` the session's shell finds).
+    CLI's PATH (a venv whose ``pytest`` the session's shell finds).  ``${REPO}`` in the scenario is
+    the repository's absolute path (:func:`fill_repo`), known only here.
     """
     codex_bin = Path(codex_bin).absolute()
     workdir = Path(workdir).absolute()
@@ -299,6 +302,7 @@ def run_scenario(codex_bin: Path, scenario: dict, repo_files: dict[str, str], wo
     home = workdir / "home"
     codex_home = home / ".codex"
     repo = workdir / "projects" / name
+    scenario = fill_repo(scenario, repo)
     for p in (codex_home, repo):
         if p.exists():
             shutil.rmtree(p)
@@ -314,7 +318,7 @@ def run_scenario(codex_bin: Path, scenario: dict, repo_files: dict[str, str], wo
     can_resume = supports_exec_resume(codex_bin, env)
 
     run = ScenarioRun(codex_home=codex_home, session_files=[], repo=repo, version=version,
-                      initial_commit=commit, branch=branch, session_id=None)
+                      initial_commit=commit, branch=branch, session_id=None, scenario=scenario)
     with MockResponsesServer(scenario) as mock:
         write_codex_home(codex_home, scenario.get("model", "mock-model"), mock.base_url)
         for k, turn in enumerate(scenario["turns"]):
@@ -379,6 +383,17 @@ _PLACEHOLDER = re.compile(r"\$\{(FAKE_[A-Z0-9_]+)\}")
 
 def fill(text: str, secrets: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: secrets[m.group(1)], text)
+
+
+def fill_repo(obj: Any, repo: Path) -> Any:
+    """``obj`` (a scenario, a step, a text) with ``${REPO}`` replaced by the repository's absolute path."""
+    if isinstance(obj, str):
+        return obj.replace("${REPO}", str(repo))
+    if isinstance(obj, list):
+        return [fill_repo(x, repo) for x in obj]
+    if isinstance(obj, dict):
+        return {k: fill_repo(v, repo) for k, v in obj.items()}
+    return obj
 
 
 def _fill_obj(obj: Any, secrets: dict[str, str]) -> Any:

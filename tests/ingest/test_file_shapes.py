@@ -127,13 +127,13 @@ def test_wrong_field_types_are_quarantined(tmp_path, plain_events, payload, reas
     assert _count(tmp_path, "events") == plain_events
 
 
-def test_conflicting_second_session_meta_is_quarantined(tmp_path, plain_events):
+def test_second_session_meta_of_another_session_is_a_fork_not_a_bad_line(tmp_path, plain_events):
     meta = orjson.loads(SESSION.read_bytes().splitlines()[0])
     meta["payload"]["id"] = "11111111-2222-3333-4444-555555555555"
-    (row,) = _with_line(tmp_path, meta)
-    assert row["reason"] == (f"unexpected record shape: a second session_meta names session "
-                             f"11111111-2222-3333-4444-555555555555 in the file of session {SID}")
-    assert query(tmp_path / "store", "SELECT session_id FROM sessions") == [{"session_id": SID}]
+    assert _with_line(tmp_path, meta) == []  # the parent's header, copied (tests/ingest/test_forks.py)
+    assert query(tmp_path / "store", "SELECT session_id, forked_from_id FROM sessions") == [
+        {"session_id": SID, "forked_from_id": "11111111-2222-3333-4444-555555555555"}]
+    assert query(tmp_path / "store", "SELECT count(*) AS n FROM events WHERE copied_from IS NOT NULL") == [{"n": 1}]
 
 
 def test_same_size_edit_in_the_middle_is_detected(tmp_path):

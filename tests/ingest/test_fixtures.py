@@ -8,7 +8,8 @@ import re
 import pytest
 from conftest import FIXTURES, query
 
-ALL_FILES = sorted(p for p in FIXTURES.rglob("*") if p.suffix in (".jsonl", ".json") and p.name != "scenario.json")
+ALL_FILES = sorted(p for d in ("codex-public", "codex-generated") for p in (FIXTURES / d).rglob("*")
+                   if p.suffix in (".jsonl", ".json") and p.name != "scenario.json")  # what fixture_store reads
 
 
 def test_no_line_quarantined_and_every_file_read(fixture_store):

@@ -44,6 +44,18 @@ def test_apply_hunks_context_fuzz_levels():
     assert apply_hunks(original, "f", hunks) == "def f():\n    x = 10\n    y = 3\n"
 
 
+def test_redacted_context_matches_the_secret_and_keeps_it():
+    """A patch read from a redacted log: its context holds a placeholder where the file holds the
+    secret. The hunk still applies, and the secret beside the change is kept, never the placeholder."""
+    original = 'A = 1\nPASSWORD = "hunter2-s3cret"\nB = 2\n'
+    body = '@@\n A = 1\n PASSWORD = "[REDACTED:password]"\n-B = 2\n+B = 3\n'
+    assert apply_hunks(original, "f", hunks_of(body)) == 'A = 1\nPASSWORD = "hunter2-s3cret"\nB = 3\n'
+    # a removed redacted line matches too; the text around a placeholder must still match
+    assert apply_hunks(original, "f", hunks_of('@@\n-PASSWORD = "[REDACTED:password]"\n')) == "A = 1\nB = 2\n"
+    with pytest.raises(PatchError, match="Failed to find expected lines"):
+        apply_hunks(original, "f", hunks_of('@@\n TOKEN = "[REDACTED:password]"\n-B = 2\n'))
+
+
 def test_apply_hunks_header_seeks_to_its_line():
     original = "def foo():\n    return 1\n\ndef bar():\n    return 1\n"
     result = apply_hunks(original, "f", hunks_of("@@ def bar():\n-    return 1\n+    return 2"))

@@ -71,7 +71,7 @@ def test_candidate_reads_the_verifiers_view(segmented):
 def test_start_state_json_shape(segmented):
     row = query(segmented, "SELECT start_state FROM tasks WHERE start_state LIKE '%call_id%' LIMIT 1")[0]
     state = StartState.from_row(json.loads(row["start_state"]))
-    assert set(state.to_row()) == {"repo", "ghost_commit", "prior_patches", "method"}
+    assert set(state.to_row()) == {"repo", "ghost_commit", "prior_patches", "method"}  # "untracked" only when known
     assert set(state.to_row()["repo"]) == {"cwd", "git_repo_url", "git_commit", "git_branch"}
     assert state.commit == (state.ghost_commit or state.repo.git_commit)
 
@@ -84,7 +84,7 @@ def test_load_task_reads_candidates_actions_and_prior_patches(segmented):
         assert item.task is later
         assert len(item.candidates) == later.n_candidates
         assert all(c.task_id == later.task_id and c.seg_gen == later.seg_gen for c in item.candidates)
-        assert 0 < len(item.prior_ops) <= len(later.start_state.prior_patches)
+        assert 0 < len(item.prior) <= len(later.start_state.prior_patches)
         worked = next(t for t in tasks if t.files_touched)
         actions = load_task(store, worked).actions
     assert [a.seq for a in actions] == sorted(a.seq for a in actions)
@@ -100,5 +100,16 @@ def test_check_command_candidate_round_trips():
                           runs=(Run(seq=3, exit_code=2), Run(seq=9, exit_code=0)), ran_after_last_edit=True,
                           fail_to_pass=True, seg_gen=4)
     row = candidate.to_row()
-    assert row["runs"] == '[{"seq":3,"exit_code":2},{"seq":9,"exit_code":0}]' and row["files"] is None
+    assert row["runs"] == '[{"seq":3,"exit_code":2,"failed":true},{"seq":9,"exit_code":0,"failed":false}]'
+    assert row["files"] is None
     assert Candidate.from_row(row) == candidate
+
+
+def test_runs_stored_without_failed_read_it_from_the_exit_code():
+    from logmine.segment.records import Run
+
+    row = {"verifier_id": "v-1", "task_id": "t-1", "session_id": "s", "kind": "test_command", "strength": 0.6,
+           "tmax_kind": "test_pass", "files": None,
+           "runs": '[{"seq":3,"exit_code":2},{"seq":5,"exit_code":null},{"seq":9,"exit_code":0}]'}
+    assert Candidate.from_row(row).runs == (Run(3, 2, True), Run(5, None, None), Run(9, 0, False))
+    assert Run(7, None, failed=True).failed is True  # failed without a code (a sandbox denial, a time-out)

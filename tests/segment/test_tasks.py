@@ -106,15 +106,18 @@ def test_start_states(tmp_path):
     store, summary = _segment(tmp_path, b, no_git)
     tasks = _tasks(store, b.session_id)
     states = [json.loads(t["start_state"]) for t in tasks]
-    assert [t["rebuildable"] for t in tasks] == [True, True, True, False]
+    assert [t["rebuildable"] for t in tasks] == [True, True, True, True]
     assert states[0]["method"] == "git_commit+patches" and states[0]["prior_patches"] == []
     assert states[0]["repo"]["git_commit"] == "a" * 40
     assert [p["task_index"] for p in states[1]["prior_patches"]] == [0]
     assert states[2]["method"] == "ghost_snapshot" and states[2]["ghost_commit"] == "c" * 40
-    assert tasks[3]["start_state_reason"] == "earlier task 1 edited files by shell command: sed -i 's/x/y/' calc.py"
+    # an earlier shell edit is redone at verify, in order with the patches (logmine.verify.edits)
+    assert states[3]["method"] == "git_commit+edits" and tasks[3]["start_state_reason"] is None
+    assert [(p["task_index"], p.get("command")) for p in states[3]["prior_patches"]] == [
+        (0, None), (1, "sed -i 's/x/y/' calc.py"), (2, None)]
     lone = _tasks(store, no_git.session_id)[0]
     assert not lone["rebuildable"] and lone["start_state_reason"] == "no git commit recorded for the session"
-    assert summary.not_rebuildable == 2
+    assert summary.not_rebuildable == 1
 
 
 def test_subagent_and_empty_sessions_yield_no_task(tmp_path):

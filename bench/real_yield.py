@@ -1,0 +1,184 @@
+"""Yield on real sessions: how many of them become validated tasks, and where the rest stop.
+
+Runs the whole pipeline as a new user would — ``logmine ingest``, ``segment``, ``verify`` (mapping each
+recorded cwd to a fresh clone with ``--repo-map``), ``export tmax`` (every bundle checked 0 -> 1) and
+``logmine yield`` — once per project, and prints the funnel per project with the issue's targets:
+
+- tasks rebuilt (of tasks with candidates), target >= 90%;
+- tasks whose session showed a test failing and later passing (a fail->pass ``test_command``) that are
+  validated, target >= 80%;
+- tasks validated on a start tree known to be dirty, target 0;
+- exported bundles that reproduce 0 -> 1, target all.
+
+It fetches nothing. ``--corpus DIR`` holds ``sessions/<project>/*.jsonl`` (Codex session files) and
+``clones/<project>/`` (a fresh ``git clone`` of the project's repository: no ``.venv``, no
+``node_modules``), ``<project>`` being ``owner__name``; an optional ``manifest.json`` (a list of
+``{"project": "owner/name", "session": "sessions/…/file.jsonl"}``) narrows the sessions taken. How to
+make one is in ``bench/README.md``.
+
+    python bench/real_yield.py --corpus ~/real-sessions [--project owner__name ...] [--out DIR] [--timeout 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path, PurePosixPath
+
+import duckdb
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, required=True, help="sessions/<project>/ and clones/<project>/")
+    parser.add_argument("--project", action="append", help="only these projects (owner__name), repeatable")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/logmine-real-yield"), help="stores and exports")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per replayed or grading command")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--no-export", action="store_true", help="stop after verify (no bundle checks)")
+    args = parser.parse_args()
+    corpus = args.corpus.resolve()
+    projects = _projects(corpus, args.project)
+    if not projects:
+        sys.exit(f"real_yield: no project with sessions under {corpus}/sessions and a clone under {corpus}/clones")
+    results = []
+    for name, sessions in projects.items():
+        started = time.monotonic()
+        print(f"== {name}: {len(sessions)} session(s)", flush=True)
+        figures = _run_project(name, sessions, corpus / "clones" / name, args)
+        figures["seconds"] = round(time.monotonic() - started, 1)
+        results.append(figures)
+        print(json.dumps(figures), flush=True)
+    _report(results)
+    (args.out / "real_yield.json").write_text(json.dumps(results, indent=2))
+    print(f"figures: {args.out / 'real_yield.json'}")
+
+
+def _projects(corpus: Path, only: list[str] | None) -> dict[str, list[Path]]:
+    manifest = corpus / "manifest.json"
+    listed = None
+    if manifest.exists():
+        listed = {corpus / e["session"] for e in json.loads(manifest.read_text())}
+    found: dict[str, list[Path]] = {}
+    for folder in sorted((corpus / "sessions").iterdir()):
+        if not folder.is_dir() or (only and folder.name not in only) or not (corpus / "clones" / folder.name).is_dir():
+            continue
+        files = sorted(p for p in folder.rglob("*.jsonl") if listed is None or p in listed)
+        if files:
+            found[folder.name] = files
+    return found
+
+
+def _logmine(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "logmine", *args], capture_output=True, text=True)
+    if check and done.returncode != 0:
+        print(f"  logmine {args[0]} exited {done.returncode}: {(done.stderr or done.stdout).strip()[-600:]}")
+    return done
+
+
+def _repo_maps(store: Path, clone: Path) -> list[str]:
+    """``OLD=NEW`` for every recorded cwd: the longest tail of the cwd that is a directory of the clone
+    names the repository root (``/home/u/ship/web`` -> ``/home/u/ship=CLONE`` when the clone has ``web/``)."""
+    con = duckdb.connect(str(store / "catalog.duckdb"), read_only=True)
+    try:
+        cwds = [r[0] for r in con.execute("SELECT DISTINCT cwd FROM sessions WHERE cwd IS NOT NULL").fetchall()]
+    finally:
+        con.close()
+    maps = {}
+    for cwd in cwds:
+        parts = PurePosixPath(cwd).parts
+        root = cwd
+        for i in range(1, len(parts)):
+            if (clone.joinpath(*parts[i:])).is_dir():
+                root = str(PurePosixPath(*parts[:i]))
+                break
+        maps[root] = str(clone)
+    return [f"{old}={new}" for old, new in sorted(maps.items())]
+
+
+def _run_project(name: str, sessions: list[Path], clone: Path, args) -> dict:
+    work = args.out / name
+    store, tmax = work / "store", work / "tmax"
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    work.mkdir(parents=True)
+    _logmine("ingest", *map(str, sessions), "--store", str(store), "--quiet")
+    _logmine("segment", "--store", str(store), "--quiet")
+    maps = [flag for m in _repo_maps(store, clone) for flag in ("--repo-map", m)]
+    _logmine("verify", "--store", str(store), *maps, "--timeout", str(args.timeout), "--jobs", str(args.jobs), "--quiet")
+    exported = None
+    if not args.no_export:
+        _logmine("export", "tmax", "--store", str(store), "--out", str(tmax), *maps)
+        rows = tmax / "data" / "train-00000-of-00001.parquet"
+        exported = _count(f"SELECT count(*) FROM '{rows}'") if rows.exists() else 0
+    figures = {"project": name, "sessions": len(sessions), **_targets(store), "bundles_reproduced": exported}
+    funnel = _logmine("yield", "--store", str(store), *(["--export", str(tmax)] if exported is not None else []), "--json")
+    figures["funnel"] = json.loads(funnel.stdout) if funnel.returncode == 0 and funnel.stdout.strip() else None
+    return figures
+
+
+def _count(sql: str, store: Path | None = None) -> int:
+    con = duckdb.connect(str(store / "catalog.duckdb"), read_only=True) if store else duckdb.connect()
+    try:
+        return con.execute(sql).fetchone()[0]
+    finally:
+        con.close()
+
+
+_TARGETS_SQL = """
+WITH cand AS (SELECT task_id, kind, status, status_reason, fail_to_pass FROM verifiers),
+per_task AS (
+    SELECT t.task_id, t.n_candidates > 0 AS has_candidates, v.rebuilt,
+           bool_or(c.kind = 'test_command' AND c.fail_to_pass) AS fail_to_pass,
+           bool_or(c.status = 'validated') AS validated,
+           bool_or(c.kind = 'test_command' AND c.fail_to_pass AND c.status = 'validated') AS f2p_validated,
+           bool_or(c.status_reason LIKE 'start tree differed%') AS dirty
+    FROM tasks t LEFT JOIN verified v USING (task_id) LEFT JOIN cand c USING (task_id) GROUP BY ALL)
+SELECT count(*) AS tasks, count(*) FILTER (has_candidates) AS with_candidates,
+       count(*) FILTER (rebuilt) AS rebuilt, count(*) FILTER (fail_to_pass) AS fail_to_pass,
+       count(*) FILTER (f2p_validated) AS fail_to_pass_validated, count(*) FILTER (validated) AS validated,
+       count(*) FILTER (dirty) AS dirty_start,
+       count(*) FILTER (validated AND task_id IN (SELECT task_id FROM per_task p2 WHERE p2.dirty)) AS validated_dirty
+FROM per_task
+"""
+
+
+def _targets(store: Path) -> dict:
+    con = duckdb.connect(str(store / "catalog.duckdb"), read_only=True)
+    try:
+        cur = con.execute(_TARGETS_SQL)
+        row = dict(zip([d[0] for d in cur.description], cur.fetchone()))
+        cur = con.execute("SELECT status_reason, count(*) AS n FROM verifiers WHERE status = 'not_rebuilt' "
+                          "GROUP BY ALL ORDER BY n DESC LIMIT 5")
+        row["not_rebuilt_reasons"] = {r[0][:140]: r[1] for r in cur.fetchall()}
+    finally:
+        con.close()
+    return row
+
+
+def _report(results: list[dict]) -> None:
+    head = f"{'project':38} {'sess':>4} {'tasks':>5} {'w/cand':>6} {'rebuilt':>7} {'f2p':>4} {'f2p ok':>6} " \
+           f"{'valid':>5} {'dirty':>5} {'bundles':>7}"
+    print("\n" + head)
+    total: dict[str, int] = {}
+    for r in results:
+        print(f"{r['project'][:38]:38} {r['sessions']:>4} {r['tasks']:>5} {r['with_candidates']:>6} {r['rebuilt']:>7} "
+              f"{r['fail_to_pass']:>4} {r['fail_to_pass_validated']:>6} {r['validated']:>5} {r['dirty_start']:>5} "
+              f"{r['bundles_reproduced'] if r['bundles_reproduced'] is not None else '-':>7}")
+        for key in ("sessions", "tasks", "with_candidates", "rebuilt", "fail_to_pass", "fail_to_pass_validated",
+                    "validated", "dirty_start", "validated_dirty"):
+            total[key] = total.get(key, 0) + r[key]
+    print(f"{'TOTAL':38} {total['sessions']:>4} {total['tasks']:>5} {total['with_candidates']:>6} {total['rebuilt']:>7} "
+          f"{total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} {total['dirty_start']:>5}")
+    share = lambda a, b: f"{a}/{b} = {a / b:.0%}" if b else f"{a}/0"
+    clean = total["with_candidates"] - total["dirty_start"]
+    print(f"rebuilt (target >= 90%): {share(total['rebuilt'], total['with_candidates'])} of tasks with candidates, "
+          f"{share(total['rebuilt'], clean)} of those not known to start from a dirty tree; "
+          f"fail->pass validated (target >= 80%): {share(total['fail_to_pass_validated'], total['fail_to_pass'])}; "
+          f"validated on a dirty start (target 0): {total['validated_dirty']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Earlier work of a session, redone on a rebuilt tree: patches and the shell commands that edited files.
+
+A task's start state is the session's commit plus everything earlier tasks did to the files. Patches
+are applied on the host with :mod:`logmine.patch`; once a shell command edited files (``python - <<'PY'
+… write_text``, ``sed -i``, ``cat > f <<EOF``, ``mv``, ``rm``, a formatter), the earlier work is replayed
+in order in a sandbox instead — the commands are deterministic in almost every case — and the tree it
+leaves is the start state. What the session shows checks the result: a later patch that does not apply
+says the replay diverged (or the session started elsewhere), with the reason.
+
+Patch paths are made relative to the repository root: Codex wrote them relative to the call's working
+directory, or absolute (``/home/u/proj/src/x.py``). An absolute path inside the repository is the same
+file; one outside is refused with the reason.
+
+A patch that fails on a file which nothing earlier in the session changed — its text is still the
+text of the rebuilt start — is evidence that the author's tree differed from the commit the session
+recorded (uncommitted changes at the start): :class:`StartDiffered`, never validated.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from logmine.environment.detect import detect
+from logmine.environment.host import host_environment
+from logmine.errors import LogmineError
+from logmine.patch import FileOp, PatchError, apply_hunks, apply_patch, render_patch
+from logmine.sandbox import Limits, open_sandbox
+from logmine.segment.records import Action
+
+
+class NotRebuilt(LogmineError):
+    """The start state cannot be rebuilt; the message is the reason."""
+
+
+class StartDiffered(NotRebuilt):
+    """The session's own edits show that its start tree was not the rebuilt one."""
+
+    def __init__(self, path: str, against: str = "commit", untracked: bool = False):
+        detail = ", untracked at the session's start" if untracked else ""
+        super().__init__(f"start tree differed from {against} (first mismatch: {path}{detail})")
+        self.path = path
+
+
+def check_untracked(path: str | None, tree: Path, untracked: frozenset[str], against: str = "commit") -> None:
+    """Raise :class:`StartDiffered` when a patch failed on ``path``, a file missing from ``tree`` that
+    Codex's first snapshot of the session found untracked: the author had it, the commit has not."""
+    if path is not None and path in untracked and not (tree / path).exists():
+        raise StartDiffered(path, against, untracked=True)
+
+
+def within(path: str | None, root: str) -> bool:
+    """Is ``path`` the directory ``root`` or below it?"""
+    return bool(path) and (path == root or path.startswith(root.rstrip("/") + "/"))
+
+
+def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]:
+    """``ops`` with every path relative to the repository ``root``: a relative path is taken from
+    ``workdir`` (the call's working directory, inside ``root``), an absolute one inside ``root`` is made
+    relative to it. Raises :class:`PatchError` for an absolute path outside the repository."""
+    base = os.path.relpath(workdir, root) if within(workdir, root) else "."
+
+    def fix(path: str | None) -> str | None:
+        if path is None:
+            return None
+        if os.path.isabs(path):
+            if within(os.path.normpath(path), root):
+                return os.path.relpath(os.path.normpath(path), root)
+            raise PatchError(f"patch names a path outside the repository: {path}", path=path)
+        return path if base == "." else os.path.normpath(os.path.join(base, path))
+
+    return tuple(replace(op, path=fix(op.path), move_to=fix(op.move_to)) for op in ops)
+
+
+def failing_path(ops: Sequence[FileOp], tree: Path) -> str | None:
+    """The root-relative path of the first op of ``ops`` that cannot apply to ``tree``, else None."""
+    texts: dict[str, str | None] = {}
+    for op in ops:
+        if op.op == "add":
+            texts[op.path] = op.content
+            continue
+        text = texts[op.path] if op.path in texts else _read(tree / op.path)
+        if text is None:
+            return op.path
+        if op.op == "delete":
+            texts[op.path] = None
+            continue
+        try:
+            texts[op.target] = apply_hunks(text, op.path, op.hunks)
+        except PatchError:
+            return op.path
+        if op.move_to is not None:
+            texts[op.path] = None
+    return None
+
+
+def differed(path: str, now: Path, start: Path) -> bool:
+    """Does a patch's failure on ``path`` show that the author's start tree differed from ``start``?
+    Yes when the file is in ``start`` and still as it was there in ``now`` (nothing replayed changed it).
+    A file missing from both was made by a command the log does not show as an edit (a generator
+    script): that is a replay gap, not a dirty tree."""
+    a, b = now / path, start / path
+    return b.is_file() and a.is_file() and a.read_bytes() == b.read_bytes()
+
+
+def patch_command(ops: Sequence[FileOp]) -> str:
+    """The ``apply_patch`` heredoc that makes ``ops`` (the sandbox's own apply_patch)."""
+    patch = render_patch(ops)
+    mark = "LOGMINE_PATCH"
+    while mark in patch:
+        mark += "_"
+    return f"apply_patch <<'{mark}'\n{patch.rstrip(chr(10))}\n{mark}"
+
+
+def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, backend: str = "bwrap",
+                 limits: Limits = Limits(), live: Path | None = None,
+                 untracked: frozenset[str] = frozenset()) -> list[str]:
+    """Redo the earlier tasks' ``prior`` work on ``tree`` (the repository root, at its start commit);
+    returns notes. Raises :class:`StartDiffered` when a patch fails on a file nothing earlier touched
+    (or on one missing that was ``untracked`` at the session's start), :class:`NotRebuilt` when one
+    fails after earlier work touched it."""
+    if not any(a.kind == "command" for a in prior):
+        touched: set[str] = set()
+        for action in prior:
+            ops = _rooted(action, cwd, root)
+            try:
+                apply_patch(ops, tree)
+            except PatchError as exc:
+                path = failing_path(ops, tree)
+                if path is not None and path not in touched and (tree / path).is_file():
+                    raise StartDiffered(path) from exc
+                check_untracked(path, tree, untracked)
+                raise NotRebuilt(f"an earlier task's patch does not apply (at seq {action.seq}): {exc}") from exc
+            touched |= {p for op in ops for p in (op.path, op.move_to) if p}
+        return []
+    return _redo_in_sandbox(prior, tree, root, cwd, backend, limits, live, untracked)
+
+
+def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, backend: str,
+                     limits: Limits, live: Path | None, untracked: frozenset[str]) -> list[str]:
+    """Replay patches and editing commands in order in a sandbox over a copy of ``tree``, then make
+    ``tree`` what the replay left. With bwrap the commands find the tools they name (``python``,
+    ``perl``, a formatter) as the user's shell did (:func:`logmine.environment.host.host_environment`)."""
+    notes, failed = [], []
+    extra = {}
+    if backend == "bwrap":
+        host = host_environment(detect(tree, [a.command for a in prior if a.command]), live, root)
+        extra = {"binds": host.binds, "env": host.env}
+    with open_sandbox(tree, mount_at=root, backend=backend, limits=limits, **extra) as box:
+        for action in prior:
+            if action.kind == "patch":
+                ops = _rooted(action, cwd, root)
+                result = box.run(patch_command(ops), cwd=root)
+                if result.exit_code != 0:
+                    path = failing_path(ops, box.workspace)
+                    if path is not None and differed(path, box.workspace, tree):
+                        raise StartDiffered(path)
+                    check_untracked(path, box.workspace, untracked)
+                    raise NotRebuilt(f"an earlier task's patch does not apply after replaying its shell edits "
+                                     f"(at seq {action.seq}): {(result.error or result.output).strip()[:200]}")
+            else:
+                workdir = action.workdir if within(action.workdir, root) else cwd
+                result = box.run(action.command, cwd=workdir)
+                if result.error or result.exit_code != 0:
+                    failed.append(f"seq {action.seq} ({result.error or 'exit ' + str(result.exit_code)})")
+        shutil.rmtree(tree)
+        shutil.copytree(box.workspace, tree, symlinks=True)
+    shutil.rmtree(tree / ".git", ignore_errors=True)  # the rebuilt tree gets its own snapshot commit
+    n = sum(a.kind == "command" for a in prior)
+    notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(failed[:3])}"
+                                                          if failed else ""))
+    return notes
+
+
+def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:
+    try:
+        return rooted(action.ops, action.workdir or cwd, root)
+    except PatchError as exc:
+        raise NotRebuilt(str(exc)) from exc
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text() if path.is_file() and not path.is_symlink() else None
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,153 @@
+"""What real sessions do that a clean scenario does not: absolute patch paths, shell edits between
+patches, dirty start trees, and repositories that break a rebuild (a link to the author's home, a
+clone missing objects). Real git repositories, sessions replayed in the real bubblewrap sandbox."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from calc_repo import FIX, TESTS, calc_repo
+from conftest import query
+from session_builder import SessionBuilder
+
+from logmine.ingest.run import IngestConfig, ingest
+from logmine.segment import SegmentConfig, segment
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+SUB_TEST = ("import unittest\n\nfrom calc import sub\n\n\nclass S(unittest.TestCase):\n"
+            "    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n")
+ADD_SUB = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n     return a + b\n+\n+\n+def sub(a, b):\n"
+           "+    return a - b\n*** End Patch\n")
+# the shell edit real agents make: a Python heredoc that rewrites a file
+SHELL_FIX = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('calc.py')\n"
+             "p.write_text(p.read_text().replace('a - b', 'a + b'))\nPY")
+
+
+def _verify(tmp_path: Path, *builders: SessionBuilder):
+    from logmine.verify import VerifyConfig, verify
+
+    for builder in builders:
+        builder.write(tmp_path / "sessions")
+    store = tmp_path / "store"
+    ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
+    segment(SegmentConfig(store=store))
+    return store, verify(VerifyConfig(store=store, jobs=2))
+
+
+def _rows(store: Path, session: SessionBuilder) -> dict[tuple[int, str, str | None], dict]:
+    rows = query(store, "SELECT t.index, v.kind, v.mode, v.status, v.status_reason FROM verifiers v "
+                        "JOIN tasks t USING (task_id) WHERE t.session_id = ?", [session.session_id])
+    return {(r["index"], r["kind"], r["mode"]): r for r in rows}
+
+
+def test_absolute_patch_paths_inside_the_cwd_are_the_same_files(tmp_path):
+    repo = tmp_path / "home" / "u" / "proj"
+    commit = calc_repo(repo)
+    absolute = FIX.replace("Update File: calc.py", f"Update File: {repo}/calc.py")
+    outside = "*** Begin Patch\n*** Add File: /etc/logmine-evil\n+x\n*** End Patch\n"
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1).patch(absolute).run(TESTS, 0).agent("Fixed.")
+         .user("Add sub with a test").patch(ADD_SUB.replace("calc.py", f"{repo}/calc.py"))
+         .patch(f"*** Begin Patch\n*** Add File: {repo}/test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
+                + "*** End Patch\n")
+         .run(f"{TESTS} test_sub", 0).agent("Done.")
+         .user("Write outside").patch(outside).run(TESTS, 0).agent("ok"))
+    store, summary = _verify(tmp_path, b)
+    rows = _rows(store, b)
+    assert rows[(0, "test_command", None)]["status"] == "validated"
+    assert rows[(0, "file_diff", "exact")]["status"] == "validated"  # its path is calc.py, relative to the cwd
+    assert rows[(1, "test_command", None)]["status"] == "validated"  # rebuilt on task 0's absolute patch
+    assert summary.rebuilt == 3
+    # a path outside the repository is never written: the replay says why
+    outside_row = rows[(2, "file_diff", "exact")]
+    assert outside_row["status"] != "validated" and "outside the repository" in outside_row["status_reason"]
+    assert not Path("/etc/logmine-evil").exists()
+
+
+def test_earlier_shell_edits_are_replayed_before_later_tasks(tmp_path):
+    repo = tmp_path / "work" / "proj"
+    commit = calc_repo(repo)
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1).run(SHELL_FIX).run(TESTS, 0).agent("Fixed with a script.")
+         .user("Add sub with a test").patch(ADD_SUB)
+         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
+                + "*** End Patch\n")
+         .run(f"{TESTS} test_sub", 0).agent("Done."))
+    store, summary = _verify(tmp_path, b)
+    rows = _rows(store, b)
+    assert rows[(0, "test_command", None)]["status"] == "validated"  # the heredoc edit, replayed, fixes add
+    later = rows[(1, "test_command", None)]
+    assert later["status"] == "validated", later  # ADD_SUB applies only on the shell-edited calc.py
+    assert summary.rebuilt == 2
+    reason = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
+    assert "1 earlier shell edit(s) replayed" in reason
+
+
+def test_a_dirty_start_tree_is_never_validated(tmp_path):
+    """The author had uncommitted changes: the first patch of calc.py does not apply to the commit."""
+    repo = tmp_path / "work" / "dirty"
+    commit = calc_repo(repo)
+    dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed.")
+         .user("Add sub").patch(ADD_SUB).run(TESTS, 0).agent("Done."))
+    store, summary = _verify(tmp_path, b)
+    rows = _rows(store, b)
+    assert {r["status"] for r in rows.values()} == {"not_rebuilt"}
+    assert {r["status_reason"] for r in rows.values()} == {"start tree differed from commit (first mismatch: calc.py)"}
+    assert summary.rebuilt == 0
+
+
+def test_a_file_untracked_at_the_start_explains_a_patch_that_cannot_apply(tmp_path):
+    """Codex's first snapshot listed notes.py untracked: the commit lacks it, the author had it."""
+    repo = tmp_path / "work" / "untracked"
+    commit = calc_repo(repo)
+    notes = "*** Begin Patch\n*** Update File: notes.py\n@@\n-TODO = 1\n+TODO = 0\n*** End Patch\n"
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").ghost("c" * 40, untracked=("notes.py", ".codex/history.jsonl"))
+         .run(TESTS, 1).patch(FIX).patch(notes).run(TESTS, 0).agent("Fixed."))
+    store, summary = _verify(tmp_path, b)
+    reasons = {r["status_reason"] for r in _rows(store, b).values()}
+    assert reasons == {"start tree differed from commit (first mismatch: notes.py, untracked at the session's start)"}
+    state = query(store, "SELECT start_state FROM tasks")[0]["start_state"]
+    assert '"untracked":["notes.py",".codex/history.jsonl"]' in state
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_one_broken_repository_never_ends_the_run(tmp_path):
+    # a repository that commits a link to its author's credentials
+    linked = tmp_path / "work" / "linked"
+    (linked / ".codex").mkdir(parents=True)
+    (linked / ".codex" / "auth.json").symlink_to("/root/.codex/auth.json")
+    linked_commit = calc_repo(linked)
+    # a clone missing the object of a file of its start commit
+    damaged = tmp_path / "work" / "damaged"
+    damaged_commit = calc_repo(damaged, {"big.txt": "payload\n" * 100})
+    blob = _git(damaged, "rev-parse", f"{damaged_commit}:big.txt")
+    (damaged / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    healthy = tmp_path / "work" / "healthy"
+    healthy_commit = calc_repo(healthy)
+
+    def fix_session(repo: Path, commit: str) -> SessionBuilder:
+        return (SessionBuilder(cwd=str(repo), commit=commit)
+                .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+
+    sessions = [fix_session(linked, linked_commit), fix_session(damaged, damaged_commit),
+                fix_session(healthy, healthy_commit)]
+    store, summary = _verify(tmp_path, *sessions)
+    assert summary.tasks == 3
+    link_rows, damaged_rows, healthy_rows = (_rows(store, s) for s in sessions)
+    assert link_rows[(0, "test_command", None)]["status"] == "validated"  # the link is left out, never followed
+    assert {r["status"] for r in damaged_rows.values()} == {"not_rebuilt"}
+    assert all("the clone lacks objects" in r["status_reason"] for r in damaged_rows.values())
+    assert healthy_rows[(0, "test_command", None)]["status"] == "validated"
+    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.session_id = ?",
+                 [sessions[0].session_id])[0]["reason"]
+    assert "link(s) to absolute paths or out of the tree left out: .codex/auth.json" in note
