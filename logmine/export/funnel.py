@@ -86,6 +86,10 @@ REASONS: tuple[ReasonRule, ...] = (
     _rule(r"^an earlier task's patch does not apply", "an earlier task's patch does not apply",
           "the file it names was untracked at the start, or made by a command not replayed: "
           "[segment] extra_file_edit_patterns for a generator"),
+    _rule(r"^a patch of .* does not apply: redaction replaced", "redaction changed a patch",
+          "`logmine scan` the session: a redaction rule took code for a secret"),
+    _rule(r"^a patch of .* does not apply after an earlier shell edit failed", "an earlier shell edit failed at replay",
+          "the edit needs a tool or platform this host lacks (e.g. macOS `sed -i ''`)"),
     _rule(r"^start tree differed from", "started from uncommitted changes",
           "by design: the session began from uncommitted changes, not validatable"),
     _rule(r"^patch names a path outside the repository", "patch outside the repository", _BY_DESIGN),

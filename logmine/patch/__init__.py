@@ -15,9 +15,10 @@ from ._cli import main
 from ._extract import extract_patch
 from ._model import FileOp, Hunk, ParsedPatch, PatchError
 from ._parse import parse_patch, parse_patch_document, render_patch
-from ._text import seek_sequence
+from ._text import REDACTED_MARK, seek_sequence
 
 __all__ = [
+    "REDACTED_MARK",
     "FileOp",
     "Hunk",
     "ParsedPatch",

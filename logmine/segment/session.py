@@ -80,7 +80,8 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
                 work.commands.append({"seq": event["seq"], "command": command, "workdir": event["workdir"],
                                       "exit_code": exit_code, "failed": call["failed"] if call else None})
         elif event["kind"] == "patch" and patch_applied(call):
-            ops.append(_relative(FileOp.from_dict(orjson.loads(event["arguments"])), session.get("cwd")))
+            ops.append(_relative(FileOp.from_dict(orjson.loads(event["arguments"])), session.get("cwd"),
+                                 event["workdir"]))
             work.edit_seqs.append(event["seq"])
             if not edits or edits[-1].call_id != event["call_id"]:
                 edits.append(PriorPatch(task_index=span.index, seq=event["seq"], call_id=event["call_id"]))
@@ -166,14 +167,23 @@ def _untracked_at_start(events: list[dict]) -> tuple[str, ...]:
     return ()
 
 
-def _relative(op: FileOp, cwd: str | None) -> FileOp:
-    """``op`` with absolute paths inside the session's ``cwd`` made relative to it (as Codex resolved
-    them): ``/home/u/proj/src/x.py`` and ``src/x.py`` are one file of the task's diff."""
+def _relative(op: FileOp, cwd: str | None, workdir: str | None = None) -> FileOp:
+    """``op`` with paths relative to the session's ``cwd``, as verify replays them: an absolute path
+    inside it (``/home/u/proj/src/x.py``) and a path relative to the call's ``workdir`` below it
+    (``x.py`` run in ``src/``) both name ``src/x.py``."""
+    if not cwd:
+        return op
+    top = cwd.rstrip("/")
+    sub = workdir[len(top) + 1:] if workdir and workdir.startswith(top + "/") else ""
+
     def rel(path: str | None) -> str | None:
-        if path and cwd and path.startswith(cwd.rstrip("/") + "/"):
-            return posixpath.normpath(path[len(cwd.rstrip("/")) + 1:])
+        if path and path.startswith(top + "/"):
+            return posixpath.normpath(path[len(top) + 1:])
+        if path and sub and not path.startswith("/"):
+            return posixpath.normpath(posixpath.join(sub, path))
         return path
-    if not cwd or not (op.path.startswith("/") or (op.move_to or "").startswith("/")):
+
+    if not (sub or op.path.startswith("/") or (op.move_to or "").startswith("/")):
         return op
     return replace(op, path=rel(op.path), move_to=rel(op.move_to))
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from logmine.environment.detect import detect
 from logmine.environment.host import host_environment
 from logmine.errors import LogmineError
-from logmine.patch import FileOp, PatchError, apply_hunks, apply_patch, render_patch
-from logmine.sandbox import Limits, open_sandbox
+from logmine.patch import REDACTED_MARK, FileOp, PatchError, apply_hunks, apply_patch, render_patch
+from logmine.sandbox import Limits, backend_unavailable, open_sandbox
 from logmine.segment.records import Action
 
 
@@ -70,7 +70,10 @@ def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]
             if within(os.path.normpath(path), root):
                 return os.path.relpath(os.path.normpath(path), root)
             raise PatchError(f"patch names a path outside the repository: {path}", path=path)
-        return path if base == "." else os.path.normpath(os.path.join(base, path))
+        joined = os.path.normpath(os.path.join(base, path))
+        if joined == ".." or joined.startswith("../"):
+            raise PatchError(f"patch names a path outside the repository: {path}", path=path)
+        return joined
 
     return tuple(replace(op, path=fix(op.path), move_to=fix(op.move_to)) for op in ops)
 
@@ -82,7 +85,7 @@ def failing_path(ops: Sequence[FileOp], tree: Path) -> str | None:
         if op.op == "add":
             texts[op.path] = op.content
             continue
-        text = texts[op.path] if op.path in texts else _read(tree / op.path)
+        text = texts[op.path] if op.path in texts else _read(tree, op.path)
         if text is None:
             return op.path
         if op.op == "delete":
@@ -106,6 +109,32 @@ def differed(path: str, now: Path, start: Path) -> bool:
     return b.is_file() and a.is_file() and a.read_bytes() == b.read_bytes()
 
 
+def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: set[str] | None = None,
+            untracked: frozenset[str] = frozenset(), failed_before: Sequence[str] = (),
+            against: str = "commit") -> None:
+    """Raise what a patch's failure on tree ``now`` shows, or return when it shows nothing certain.
+
+    In order: a hunk holding a redaction placeholder that still does not match (redaction replaced
+    text the patch needs: not the author's fault); an earlier replayed command that failed
+    (``failed_before``: it may have been the edit the patch expected); the file is in the start tree
+    and nothing replayed changed it — compared with tree ``start``, or (``start`` None) not among the
+    ``touched`` paths — so the author's start tree differed (:class:`StartDiffered`); the file is
+    missing and was ``untracked`` at the session's start (also :class:`StartDiffered`)."""
+    path = failing_path(ops, now)
+    if path is None:
+        return
+    if any(REDACTED_MARK in line for op in ops if path in (op.path, op.move_to) for h in op.hunks for line in h.lines):
+        raise NotRebuilt(f"a patch of {path} does not apply: redaction replaced text it needs")
+    if failed_before:
+        raise NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
+                         f"({', '.join(failed_before[:3])})")
+    if start is not None and differed(path, now, start):
+        raise StartDiffered(path, against)
+    if start is None and touched is not None and path not in touched and _read(now, path) is not None:
+        raise StartDiffered(path, against)
+    check_untracked(path, now, untracked, against)
+
+
 def patch_command(ops: Sequence[FileOp]) -> str:
     """The ``apply_patch`` heredoc that makes ``ops`` (the sandbox's own apply_patch)."""
     patch = render_patch(ops)
@@ -117,9 +146,9 @@ def patch_command(ops: Sequence[FileOp]) -> str:
 
 def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, backend: str = "bwrap",
                  limits: Limits = Limits(), live: Path | None = None,
-                 untracked: frozenset[str] = frozenset()) -> list[str]:
+                 untracked: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """Redo the earlier tasks' ``prior`` work on ``tree`` (the repository root, at its start commit);
-    returns notes. Raises :class:`StartDiffered` when a patch fails on a file nothing earlier touched
+    returns notes and the editing commands that failed at replay (``seq N (why)``). Raises :class:`StartDiffered` when a patch fails on a file nothing earlier touched
     (or on one missing that was ``untracked`` at the session's start), :class:`NotRebuilt` when one
     fails after earlier work touched it."""
     if not any(a.kind == "command" for a in prior):
@@ -129,36 +158,32 @@ def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, ba
             try:
                 apply_patch(ops, tree)
             except PatchError as exc:
-                path = failing_path(ops, tree)
-                if path is not None and path not in touched and (tree / path).is_file():
-                    raise StartDiffered(path) from exc
-                check_untracked(path, tree, untracked)
+                explain(ops, tree, None, touched=touched, untracked=untracked)
                 raise NotRebuilt(f"an earlier task's patch does not apply (at seq {action.seq}): {exc}") from exc
             touched |= {p for op in ops for p in (op.path, op.move_to) if p}
-        return []
+        return [], []
     return _redo_in_sandbox(prior, tree, root, cwd, backend, limits, live, untracked)
 
 
 def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, backend: str,
-                     limits: Limits, live: Path | None, untracked: frozenset[str]) -> list[str]:
+                     limits: Limits, live: Path | None, untracked: frozenset[str]) -> tuple[list[str], list[str]]:
     """Replay patches and editing commands in order in a sandbox over a copy of ``tree``, then make
     ``tree`` what the replay left. With bwrap the commands find the tools they name (``python``,
     ``perl``, a formatter) as the user's shell did (:func:`logmine.environment.host.host_environment`)."""
-    notes, failed = [], []
-    extra = {}
-    if backend == "bwrap":
-        host = host_environment(detect(tree, [a.command for a in prior if a.command]), live, root)
-        extra = {"binds": host.binds, "env": host.env}
-    with open_sandbox(tree, mount_at=root, backend=backend, limits=limits, **extra) as box:
+    notes: list[str] = []
+    failed: list[str] = []
+    if backend != "bwrap":  # the rebuild happens on this host: a container backend replays with bwrap here
+        reason = backend_unavailable("bwrap")
+        if reason:
+            raise NotRebuilt(f"earlier tasks edited files by shell; replaying them needs bwrap here ({reason})")
+    host = host_environment(detect(tree, [a.command for a in prior if a.command]), live, root)
+    with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
         for action in prior:
             if action.kind == "patch":
                 ops = _rooted(action, cwd, root)
                 result = box.run(patch_command(ops), cwd=root)
                 if result.exit_code != 0:
-                    path = failing_path(ops, box.workspace)
-                    if path is not None and differed(path, box.workspace, tree):
-                        raise StartDiffered(path)
-                    check_untracked(path, box.workspace, untracked)
+                    explain(ops, box.workspace, tree, untracked=untracked, failed_before=failed)
                     raise NotRebuilt(f"an earlier task's patch does not apply after replaying its shell edits "
                                      f"(at seq {action.seq}): {(result.error or result.output).strip()[:200]}")
             else:
@@ -167,12 +192,12 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
                 if result.error or result.exit_code != 0:
                     failed.append(f"seq {action.seq} ({result.error or 'exit ' + str(result.exit_code)})")
         shutil.rmtree(tree)
-        shutil.copytree(box.workspace, tree, symlinks=True)
+        _copy_back(Path(box.workspace), tree)
     shutil.rmtree(tree / ".git", ignore_errors=True)  # the rebuilt tree gets its own snapshot commit
     n = sum(a.kind == "command" for a in prior)
     notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(failed[:3])}"
                                                           if failed else ""))
-    return notes
+    return notes, failed
 
 
 def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:
@@ -182,8 +207,29 @@ def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:
         raise NotRebuilt(str(exc)) from exc
 
 
-def _read(path: Path) -> str | None:
+def _copy_back(source: Path, dest: Path) -> None:
+    """Copy what a replay left: directories, regular files and links that stay inside the tree; a
+    link to an absolute path or out of the tree, a FIFO or a device a command made is left out."""
+    top = source.resolve()
+    for folder, dirs, files in os.walk(source):
+        here = Path(folder)
+        target = dest / here.relative_to(source)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in [*dirs, *files]:
+            item = here / name
+            if item.is_symlink():
+                link = os.readlink(item)
+                if not os.path.isabs(link) and (here / link).resolve().is_relative_to(top):
+                    os.symlink(link, target / name)
+            elif name in files and item.is_file():
+                shutil.copy2(item, target / name)
+        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+
+
+def _read(tree: Path, rel: str) -> str | None:
+    """The text of ``tree/rel`` (through links that stay inside ``tree``), else None."""
+    path = (tree / rel).resolve()
     try:
-        return path.read_text() if path.is_file() and not path.is_symlink() else None
+        return path.read_text() if path.is_relative_to(tree.resolve()) and path.is_file() else None
     except (OSError, UnicodeDecodeError):
         return None

@@ -131,7 +131,7 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
                 executor.check_nodes(functools.partial(backend_unavailable, config.backend))
             for count, done in enumerate(executor.map(functools.partial(_verify_unit, options), items), 1):
                 # a unit that raised (a worker lost on a cluster): that task's unscored, not the run's end
-                outcome = done.result if done.error is None else failed(items[done.index], done.error)
+                outcome = done.result if done.error is None else failed(items[done.index], done.error, rebuilt=False)
                 pending.append((outcome, seg_gens[outcome.task_id], done.placement))
                 _account(summary, outcome, kinds)
                 if len(pending) >= COMMIT_EVERY:

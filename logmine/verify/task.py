@@ -20,7 +20,7 @@ from logmine.environment.detect import detect
 from logmine.patch import PatchError
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.segment.records import Candidate, TaskInput
-from logmine.verify.edits import StartDiffered, check_untracked, differed, failing_path, patch_command, rooted
+from logmine.verify.edits import StartDiffered, explain, failing_path, patch_command, rooted
 from logmine.verify.environment import EnvironmentRecord, Provided, modes_to_try, provide, sandbox_options
 from logmine.verify.grade import Grade, grade
 from logmine.verify.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
@@ -60,9 +60,10 @@ def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         return failed(item, exc)
 
 
-def failed(item: TaskInput, exc: BaseException) -> TaskOutcome:
-    """The outcome of a task whose verification raised ``exc`` outside the rebuild."""
-    return _all(item, "unscored", f"verify failed: {type(exc).__name__}: {str(exc)[:300]}", rebuilt=True)
+def failed(item: TaskInput, exc: BaseException, rebuilt: bool = True) -> TaskOutcome:
+    """The outcome of a task whose verification raised ``exc`` outside the rebuild (``rebuilt``
+    False: a unit the executor lost before it reported anything)."""
+    return _all(item, "unscored", f"verify failed: {type(exc).__name__}: {str(exc)[:300]}", rebuilt=rebuilt)
 
 
 def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
@@ -75,6 +76,8 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
                             options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
+        except SandboxError as exc:  # replaying earlier shell edits: infrastructure, never the task's fault
+            return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=False)
         except Exception as exc:  # e.g. an unreadable file of the clone
             return _all(item, "not_rebuilt", f"rebuild failed: {type(exc).__name__}: {str(exc)[:300]}",
                         rebuilt=False)
@@ -135,8 +138,20 @@ def _open(state: RebuiltTree, options: VerifyOptions, provided: Provided):
                         **sandbox_options(provided))
 
 
+def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[tuple[int, str]]) -> None:
+    """What a failed patch of the task's own replay shows (:func:`logmine.verify.edits.explain`): an
+    earlier task's shell edit that failed at replay, or a command of this task that failed and names
+    the file, may have been the edit it expected."""
+    path = failing_path(ops, base)
+    name = os.path.basename(path or "")
+    suspects = [*state.failed_edits, *(f"seq {seq}" for seq, command in failed if name and name in command)]
+    explain(ops, base, state.path, untracked=frozenset(item.task.start_state.untracked), failed_before=suspects,
+            against="commit" if state.method != "ghost_snapshot" else "its snapshot")
+
+
 def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided):
     problems: list[str] = []
+    failed: list[tuple[int, str]] = []  # commands that failed at replay: (seq, command)
     with _open(state, options, provided) as box:
         base = Path(box.workspace)
         for action in item.actions:
@@ -148,17 +163,20 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
                     continue
                 result = box.run(patch_command(ops), cwd=state.root)
                 if result.exit_code != 0:
-                    path = failing_path(ops, base)
-                    against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
-                    if path is not None and differed(path, base, state.path):
-                        raise StartDiffered(path, against)
-                    check_untracked(path, base, frozenset(item.task.start_state.untracked), against)
-                    problems.append(f"replay: patch at seq {action.seq} did not apply: "
-                                    f"{(result.error or result.output).strip()[:200]}")
+                    why = (result.error or result.output).strip()[:200]
+                    try:  # a dirty start ends the task (StartDiffered); anything else is a replay problem
+                        _explain(ops, base, state, item, failed)
+                    except StartDiffered:
+                        raise
+                    except NotRebuilt as exc:
+                        why = str(exc)
+                    problems.append(f"replay: patch at seq {action.seq} did not apply: {why}")
             else:
                 result = box.run(action.command, cwd=inside(action.workdir, state))
                 if result.error:
                     problems.append(f"replay: command at seq {action.seq}: {result.error}")
+                if result.error or result.exit_code != 0:
+                    failed.append((action.seq, action.command))
         expected = _end_contents(item.candidates, base / os.path.relpath(state.cwd, state.root))
         grades = {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
     return grades, expected, problems

@@ -44,6 +44,7 @@ class RebuiltTree:
     note: str | None = None  # a caveat about how it was rebuilt
     live: Path | None = None  # the live repository on this host (its ignored dependency directories)
     method: str | None = None  # ghost_snapshot | git_commit+patches | working tree
+    failed_edits: tuple[str, ...] = ()  # earlier shell edits that failed at replay: "seq N (why)"
 
 
 def read_inside(base: Path, rel: str) -> str | None:
@@ -90,6 +91,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     top = _git(local, "rev-parse", "--show-toplevel")
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
+    failed: list[str] = []
     if top is None:
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
@@ -117,14 +119,15 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
             _snapshot(dest)  # replayed git commands (git mv, git checkout) expect a repository
-        notes += redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
-                              untracked=frozenset(recipe.untracked))
+        redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
+                                      untracked=frozenset(recipe.untracked))
+        notes += redone
     missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
     if missing:
         notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
                      + ", ".join(missing[:3]))
     _snapshot(dest)
-    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method)
+    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed))
 
 
 def _agent_home(path: str) -> bool:

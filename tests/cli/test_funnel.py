@@ -198,8 +198,10 @@ def test_a_verified_store_tells_each_stop(tmp_path):
     assert steps["validated"]["candidates"] == 5  # the fix's test and diffs, the mul task's diffs
 
 
-def test_a_store_only_ingested_is_not_segmented_yet(fixture_store):
-    store, summary = fixture_store
+def test_a_store_only_ingested_is_not_segmented_yet(tmp_path):
+    # its own store: the shared fixture store may have been segmented by another test of this worker
+    store = tmp_path / "store"
+    ingest(IngestConfig(paths=(Path(__file__).parents[1] / "fixtures" / "codex-generated",), store=store, jobs=1))
     funnel = read_funnel(store)
     sessions, with_tasks = funnel.step("sessions"), funnel.step("sessions_with_tasks")
     assert sessions.count > 0 and with_tasks.count == 0 and funnel.step("tasks").count == 0

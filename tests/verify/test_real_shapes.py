@@ -102,6 +102,23 @@ def test_a_dirty_start_tree_is_never_validated(tmp_path):
     assert summary.rebuilt == 0
 
 
+def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
+    """macOS's ``sed -i ''`` fails under GNU sed: the later patch then misses its edit. That is a replay
+    gap, said as such, never "start tree differed"."""
+    repo = tmp_path / "work" / "mac"
+    commit = calc_repo(repo)
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1).run("sed -i '' 's/a - b/a + b/' calc.py").run(TESTS, 0).agent("Fixed.")
+         .user("Add sub with a test").patch(ADD_SUB).run(TESTS, 0).agent("Done."))
+    store, _ = _verify(tmp_path, b)
+    later = [r for (index, *_), r in _rows(store, b).items() if index == 1]
+    assert not any("start tree differed" in (r["status_reason"] or "") for r in later), later
+    assert "validated" not in {r["status"] for r in later}
+    failing = [r for r in later if r["status"] == "fails_after"]
+    assert failing and all("a patch of calc.py does not apply after an earlier shell edit failed at replay "
+                           "(seq 7 (exit 2))" in r["status_reason"] for r in failing), later
+
+
 def test_a_file_untracked_at_the_start_explains_a_patch_that_cannot_apply(tmp_path):
     """Codex's first snapshot listed notes.py untracked: the commit lacks it, the author had it."""
     repo = tmp_path / "work" / "untracked"
