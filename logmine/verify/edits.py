@@ -115,16 +115,17 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
     """Raise what a patch's failure on tree ``now`` shows, or return when it shows nothing certain.
 
     In order: a hunk holding a redaction placeholder that still does not match (redaction replaced
-    text the patch needs: not the author's fault); an earlier replayed command that failed
-    (``failed_before``: it may have been the edit the patch expected); the file is in the start tree
-    and nothing replayed changed it — compared with tree ``start``, or (``start`` None) not among the
-    ``touched`` paths — so the author's start tree differed (:class:`StartDiffered`); the file is
-    missing and was ``untracked`` at the session's start (also :class:`StartDiffered`)."""
+    text the patch needs: not the author's fault); the file is missing and Codex's first snapshot saw
+    it ``untracked`` at the session's start (:class:`StartDiffered`); an earlier replayed command that
+    failed (``failed_before``: it may have been the edit the patch expected); the file is in the start
+    tree and nothing replayed changed it — compared with tree ``start``, or (``start`` None) not among
+    the ``touched`` paths — so the author's start tree differed (:class:`StartDiffered`)."""
     path = failing_path(ops, now)
     if path is None:
         return
     if any(REDACTED_MARK in line for op in ops if path in (op.path, op.move_to) for h in op.hunks for line in h.lines):
         raise NotRebuilt(f"a patch of {path} does not apply: redaction replaced text it needs")
+    check_untracked(path, now, untracked, against)  # Codex saw the file untracked at the start: certain
     if failed_before:
         raise NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
                          f"({', '.join(failed_before[:3])})")
@@ -132,7 +133,6 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
         raise StartDiffered(path, against)
     if start is None and touched is not None and path not in touched and _read(now, path) is not None:
         raise StartDiffered(path, against)
-    check_untracked(path, now, untracked, against)
 
 
 def patch_command(ops: Sequence[FileOp]) -> str:

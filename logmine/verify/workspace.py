@@ -85,6 +85,9 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     rebuilt unless ``plain_dirs``; then it is copied without credential files
     (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
     """
+    if recipe.repo.cwd and not recipe.repo.cwd.startswith("/"):
+        raise NotRebuilt(f"the session ran in {recipe.repo.cwd}, not a POSIX path (a Windows session): "
+                         "its commands do not replay here")
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
     dest.mkdir(parents=True, exist_ok=True)

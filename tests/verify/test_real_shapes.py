@@ -168,3 +168,13 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.session_id = ?",
                  [sessions[0].session_id])[0]["reason"]
     assert "link(s) to absolute paths or out of the tree left out: .codex/auth.json" in note
+
+
+def test_a_windows_session_is_not_rebuilt_with_its_reason(tmp_path):
+    b = (SessionBuilder(cwd="C:\\Users\\b\\proj", commit="a" * 40)
+         .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    store, summary = _verify(tmp_path, b)
+    reasons = {r["status_reason"] for r in _rows(store, b).values()}
+    assert reasons == {"the session ran in C:\\Users\\b\\proj, not a POSIX path (a Windows session): "
+                       "its commands do not replay here"}
+    assert summary.rebuilt == 0
