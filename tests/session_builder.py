@@ -81,3 +81,16 @@ class SessionBuilder:
         path = directory / f"rollout-2026-01-01T00-00-00-{self.session_id}.jsonl"
         path.write_text("".join(json.dumps(line) + "\n" for line in self.lines))
         return path
+
+
+def segmented(tmp_path: Path, *builders: SessionBuilder):
+    """Write ``builders``' sessions under ``tmp_path/sessions``, ingest and segment them into
+    ``tmp_path/store``; returns (store, segment summary)."""
+    from logmine.ingest.run import IngestConfig, ingest
+    from logmine.segment import SegmentConfig, segment
+
+    for builder in builders:
+        builder.write(tmp_path / "sessions")
+    store = tmp_path / "store"
+    ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
+    return store, segment(SegmentConfig(store=store))

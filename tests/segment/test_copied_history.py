@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import query
-from session_builder import SessionBuilder
-
-from logmine.ingest.run import IngestConfig, ingest
-from logmine.segment import SegmentConfig, segment
+from session_builder import SessionBuilder, segmented
 
 FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
 
@@ -30,14 +27,6 @@ def _fork(parent: SessionBuilder, upto: int, **meta) -> SessionBuilder:
     return child
 
 
-def _segment(tmp_path, *builders: SessionBuilder):
-    for b in builders:
-        b.write(tmp_path / "sessions")
-    store = tmp_path / "store"
-    ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
-    return store, segment(SegmentConfig(store=store))
-
-
 def _prompts(store, session_id: str) -> list[str]:
     return [t["prompt"] for t in query(store, "SELECT prompt FROM tasks WHERE session_id = ? ORDER BY index",
                                        [session_id])]
@@ -47,7 +36,7 @@ def test_forked_session_keeps_only_its_own_requests(tmp_path):
     parent = _parent()
     upto = next(i for i, line in enumerate(parent.lines) if "README" in json.dumps(line))  # forked before it
     child = _fork(parent, upto - 1).user("Now add a sub function").patch(FIX).run("pytest -q", 0).agent("Added.")
-    store, summary = _segment(tmp_path, parent, child)
+    store, summary = segmented(tmp_path, parent, child)
     assert _prompts(store, parent.session_id) == ["Fix the add function", "Now write a README"]
     assert _prompts(store, child.session_id) == ["Now add a sub function"]
     (session,) = query(store, "SELECT forked_from_id FROM sessions WHERE session_id = ?", [child.session_id])
@@ -66,7 +55,7 @@ def test_subagent_fork_yields_no_task_and_names_its_parent(tmp_path):
                                            "agent_nickname": "Wegener", "agent_role": "worker"}}}
     child = _fork(parent, len(parent.lines), source=spawn, forked_from_id=parent.session_id,
                   agent_role="worker").user("Implement Batch 3").run("pytest -q", 0)
-    store, summary = _segment(tmp_path, parent, child)
+    store, summary = segmented(tmp_path, parent, child)
     assert _prompts(store, child.session_id) == []
     assert summary.no_task_reasons == {"subagent:thread_spawn session": 1}
     (session,) = query(store, "SELECT parent_session_id, forked_from_id FROM sessions WHERE session_id = ?",
@@ -79,7 +68,7 @@ def test_resumed_session_keeps_every_request(tmp_path):
     b.lines.append({**b.lines[0], "timestamp": "2026-01-02T09:00:00.000Z"})  # `codex resume` repeats the header
     b._t += 3600
     b.user("Now write a README").run("ls").agent("Written.")
-    store, _ = _segment(tmp_path, b)
+    store, _ = segmented(tmp_path, b)
     assert _prompts(store, b.session_id) == ["Fix the add function", "Now write a README"]
     assert query(store, "SELECT count(*) AS n FROM quarantine") == [{"n": 0}]
 
@@ -92,7 +81,7 @@ def test_compacted_history_is_not_a_request(tmp_path):
         {"type": "compaction", "encrypted_content": "gAAAAABpscoq"}]})
     b._add("event_msg", {"type": "context_compacted"})
     b.patch(FIX).run("pytest -q", 0).agent("Fixed.")
-    store, summary = _segment(tmp_path, b)
+    store, summary = segmented(tmp_path, b)
     assert _prompts(store, b.session_id) == ["Fix the add function"]
     assert summary.fail_to_pass == 1
     assert query(store, "SELECT count(*) AS n FROM quarantine") == [{"n": 0}]

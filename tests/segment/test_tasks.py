@@ -6,21 +6,13 @@ import json
 
 import pytest
 from conftest import query
-from session_builder import SessionBuilder
+from session_builder import SessionBuilder, segmented
 
 from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 
 FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
 ADD_TEST = "*** Begin Patch\n*** Add File: tests/test_sub.py\n+from calc import sub\n+\n+def test_sub():\n+    assert sub(3, 1) == 2\n*** End Patch\n"
-
-
-def _segment(tmp_path, *builders: SessionBuilder):
-    for b in builders:
-        b.write(tmp_path / "sessions")
-    store = tmp_path / "store"
-    ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
-    return store, segment(SegmentConfig(store=store))
 
 
 def _tasks(store, session_id=None):
@@ -36,7 +28,7 @@ def test_follow_ups_extend_the_running_task(tmp_path):
     b = (SessionBuilder().user("Fix the add function").run("pytest -q", 1).agent("Shall I continue?")
          .user("continue").patch(FIX).user("yes to all").run("pytest -q", 0).agent("Done.")
          .user("Now write a README").run("ls").agent("Written."))
-    store, summary = _segment(tmp_path, b)
+    store, summary = segmented(tmp_path, b)
     tasks = _tasks(store)
     assert [t["prompt"] for t in tasks] == ["Fix the add function", "Now write a README"]
     assert json.loads(tasks[0]["followups"]) == ["continue", "yes to all"]
@@ -48,7 +40,7 @@ def test_retried_request_is_one_task_and_error_paste_after_a_request_for_output(
     b = (SessionBuilder().user("Run the app").user("Run the app").run("python app.py", 1)
          .agent("Please paste the full error output you see.").user(paste).patch(FIX).agent("Fixed.")
          .user(paste))  # a paste nobody asked for is a new request
-    store, _ = _segment(tmp_path, b)
+    store, _ = segmented(tmp_path, b)
     tasks = _tasks(store)
     assert [t["prompt"] for t in tasks] == ["Run the app", paste]
     assert json.loads(tasks[0]["followups"]) == [paste]
@@ -58,7 +50,7 @@ def test_injected_context_aborts_and_missing_final_message(tmp_path):
     b = (SessionBuilder().user("Refactor the parser").run("rg parse").abort()
          .user("Only list the files").agent("Here they are.")
          .user("Now delete them").run("git status"))
-    store, _ = _segment(tmp_path, b)
+    store, _ = segmented(tmp_path, b)
     tasks = _tasks(store)
     assert [t["prompt"] for t in tasks] == ["Refactor the parser", "Only list the files", "Now delete them"]
     assert [t["aborted"] for t in tasks] == [True, False, False]
@@ -70,7 +62,7 @@ def test_injected_context_aborts_and_missing_final_message(tmp_path):
 def test_wrapped_test_commands_fail_to_pass_and_hidden_test_files(tmp_path):
     b = (SessionBuilder().user("Fix add and add a sub test").run("bash -lc 'cd pkg && python -m pytest -q'", 1)
          .patch(FIX).patch(ADD_TEST).run("cd pkg && python -m pytest -q", 0).agent("Done."))
-    store, _ = _segment(tmp_path, b)
+    store, _ = segmented(tmp_path, b)
     task = _tasks(store)[0]
     rows = _verifiers(store, task["task_id"])
     test = next(r for r in rows if r["kind"] == "test_command")
@@ -89,7 +81,7 @@ def test_wrapped_test_commands_fail_to_pass_and_hidden_test_files(tmp_path):
 def test_check_command_and_failed_patches(tmp_path):
     b = (SessionBuilder().user("Make the build work").run("python build.py", 2).patch(FIX, ok=False)
          .patch(FIX).run("python build.py", 0).agent("Builds now."))
-    store, _ = _segment(tmp_path, b)
+    store, _ = segmented(tmp_path, b)
     task = _tasks(store)[0]
     kinds = {r["kind"]: r for r in _verifiers(store, task["task_id"])}
     assert kinds["check_command"]["fail_to_pass"] and kinds["check_command"]["strength"] == 0.5
@@ -103,7 +95,7 @@ def test_start_states(tmp_path):
          .user("Add a test").ghost("c" * 40).patch(ADD_TEST).agent("ok")
          .user("Rename things").run("ls").agent("ok"))
     no_git = SessionBuilder(commit=None).user("Hello there, fix it").run("ls")
-    store, summary = _segment(tmp_path, b, no_git)
+    store, summary = segmented(tmp_path, b, no_git)
     tasks = _tasks(store, b.session_id)
     states = [json.loads(t["start_state"]) for t in tasks]
     assert [t["rebuildable"] for t in tasks] == [True, True, True, True]
@@ -125,7 +117,7 @@ def test_subagent_and_empty_sessions_yield_no_task(tmp_path):
     review = SessionBuilder(source={"subagent": {"thread_spawn": {"parent_thread_id": parent.session_id, "depth": 1}}})
     review.user("Review the diff and report findings").run("git diff")
     silent = SessionBuilder()
-    store, summary = _segment(tmp_path, parent, review, silent)
+    store, summary = segmented(tmp_path, parent, review, silent)
     assert [t["session_id"] for t in _tasks(store)] == [parent.session_id]
     assert summary.no_task_reasons == {"subagent:thread_spawn session": 1, "no genuine user request": 1}
 
@@ -133,7 +125,7 @@ def test_subagent_and_empty_sessions_yield_no_task(tmp_path):
 def test_incremental_and_stable_ids(tmp_path):
     b = SessionBuilder().user("Fix add").run("pytest -q", 1).patch(FIX).run("pytest -q", 0).agent("Fixed.")
     other = SessionBuilder().user("Explain the code").agent("It adds.")
-    store, first = _segment(tmp_path, b, other)
+    store, first = segmented(tmp_path, b, other)
     before = _tasks(store)
     again = segment(SegmentConfig(store=store))
     assert again.sessions_segmented == 0 and _tasks(store) == before

@@ -11,10 +11,7 @@ from pathlib import Path
 import pytest
 from calc_repo import FIX, TESTS, calc_repo
 from conftest import query
-from session_builder import SessionBuilder
-
-from logmine.ingest.run import IngestConfig, ingest
-from logmine.segment import SegmentConfig, segment
+from session_builder import SessionBuilder, segmented
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
@@ -30,11 +27,7 @@ SHELL_FIX = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('calc.py')\n"
 def _verify(tmp_path: Path, *builders: SessionBuilder):
     from logmine.verify import VerifyConfig, verify
 
-    for builder in builders:
-        builder.write(tmp_path / "sessions")
-    store = tmp_path / "store"
-    ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
-    segment(SegmentConfig(store=store))
+    store, _ = segmented(tmp_path, *builders)
     return store, verify(VerifyConfig(store=store, jobs=2))
 
 
