@@ -23,12 +23,10 @@ from pathlib import Path
 
 import orjson
 
-from logmine.patch import FileOp, PatchError, apply_patch
+from logmine.patch import FileOp, PatchError, apply_patch, rooted, within
 from logmine.redact import Redactor
 from logmine.redact.files import copy_tree
 from logmine.segment.records import Action, Candidate
-from logmine.verify.edits import rooted
-from logmine.verify.workspace import within
 
 #: Files that hold credentials: left out of the seeds whatever their content.
 MAX_TEXT_BYTES = 2 << 20
@@ -118,22 +116,23 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
         except PatchError as exc:
             lines.append(f"# patch {n} was not replayed: {exc}")
             continue
-        lines += _patch_writes(ops, scratch, ".", n)
+        lines += _patch_writes(ops, scratch, n)
     return "\n".join(lines) + "\n"
 
 
-def _patch_writes(ops: tuple[FileOp, ...], base: Path, rel_cwd: str, n: int) -> list[str]:
+def _patch_writes(ops: tuple[FileOp, ...], root: Path, n: int) -> list[str]:
+    """Shell lines writing what ``ops`` (root-relative) change, computed on the tree ``root``."""
     try:
-        changed = apply_patch(ops, base)
+        changed = apply_patch(ops, root)
     except PatchError as exc:
         return [f"# patch {n} did not apply when the bundle was made: {exc}"]
     out = []
     for letter, path in changed:
-        target = f'"$WORKSPACE/{os.path.normpath(os.path.join(rel_cwd, path))}"'
+        target = f'"$WORKSPACE/{os.path.normpath(path)}"'
         if letter == "D":
             out.append(f"rm -f {target}")
             continue
-        content = (base / path).read_text()
+        content = (root / path).read_text()
         mark = f"LOGMINE_EOF_{n}"
         while mark in content:
             mark += "_"

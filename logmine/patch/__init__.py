@@ -10,7 +10,7 @@ module departs from Codex, the function's docstring says so.
 ``python -m logmine.patch`` is the ``apply_patch`` command itself (see :func:`main`).
 """
 
-from ._apply import apply_hunks, apply_patch
+from ._apply import apply_hunks, apply_patch, rooted, within
 from ._cli import main
 from ._extract import extract_patch
 from ._model import FileOp, Hunk, ParsedPatch, PatchError
@@ -30,5 +30,7 @@ __all__ = [
     "parse_patch",
     "parse_patch_document",
     "render_patch",
+    "rooted",
     "seek_sequence",
+    "within",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ._model import FileOp, Hunk, PatchError
@@ -312,3 +313,29 @@ def _restore(path: str, saved: object) -> None:
     with open(path, "wb") as fh:
         fh.write(data)
     os.chmod(path, mode)
+
+
+def within(path: str | None, root: str) -> bool:
+    """Is ``path`` the directory ``root`` or below it?"""
+    return bool(path) and (path == root or path.startswith(root.rstrip("/") + "/"))
+
+
+def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]:
+    """``ops`` with every path relative to the repository ``root``: a relative path is taken from
+    ``workdir`` (the call's working directory, inside ``root``), an absolute one inside ``root`` is made
+    relative to it. Raises :class:`PatchError` for an absolute path outside the repository."""
+    base = os.path.relpath(workdir, root) if within(workdir, root) else "."
+
+    def fix(path: str | None) -> str | None:
+        if path is None:
+            return None
+        if os.path.isabs(path):
+            if within(os.path.normpath(path), root):
+                return os.path.relpath(os.path.normpath(path), root)
+            raise PatchError(f"patch names a path outside the repository: {path}", path=path)
+        joined = os.path.normpath(os.path.join(base, path))
+        if joined == ".." or joined.startswith("../"):
+            raise PatchError(f"patch names a path outside the repository: {path}", path=path)
+        return joined
+
+    return tuple(replace(op, path=fix(op.path), move_to=fix(op.move_to)) for op in ops)

@@ -48,7 +48,7 @@ class Workspace:
         workspace = cls(root, identity)
         workspace.quota = disk_mb is not None and mount_quota(root, disk_mb)
         try:
-            shutil.copytree(source, workspace.path, symlinks=True, copy_function=_copy_regular)
+            shutil.copytree(source, workspace.path, symlinks=True, copy_function=copy_regular)
             workspace.adopt()
         except (OSError, shutil.Error) as exc:
             workspace.remove()
@@ -160,7 +160,9 @@ def _remove_entry(dir_fd: int, name: str) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
-def _copy_regular(src: str, dst: str) -> None:
+def copy_regular(src: str, dst: str) -> None:
+    """``shutil.copytree``'s copy function for workspaces: regular files only (fifos, sockets and
+    devices are skipped)."""
     if stat.S_ISREG(os.lstat(src).st_mode):
         shutil.copy2(src, dst)
 

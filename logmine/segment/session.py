@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import posixpath
 from dataclasses import dataclass, replace
 
 import orjson
 
-from logmine.patch import FileOp
+from logmine.patch import FileOp, PatchError, rooted, within
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.diffs import SessionFiles, compose
 from logmine.segment.records import Candidate, PriorPatch, Repo, StartState, Task, patch_applied
@@ -168,24 +167,19 @@ def _untracked_at_start(events: list[dict]) -> tuple[str, ...]:
 
 
 def _relative(op: FileOp, cwd: str | None, workdir: str | None = None) -> FileOp:
-    """``op`` with paths relative to the session's ``cwd``, as verify replays them: an absolute path
-    inside it (``/home/u/proj/src/x.py``) and a path relative to the call's ``workdir`` below it
-    (``x.py`` run in ``src/``) both name ``src/x.py``."""
+    """``op`` with paths relative to the session's ``cwd``, as verify replays them
+    (:func:`logmine.patch.rooted`): an absolute path inside it (``/home/u/proj/src/x.py``) and a path
+    relative to the call's ``workdir`` below it (``x.py`` run in ``src/``) both name ``src/x.py``. An op
+    naming a path outside the cwd is kept as written."""
     if not cwd:
         return op
-    top = cwd.rstrip("/")
-    sub = workdir[len(top) + 1:] if workdir and workdir.startswith(top + "/") else ""
-
-    def rel(path: str | None) -> str | None:
-        if path and path.startswith(top + "/"):
-            return posixpath.normpath(path[len(top) + 1:])
-        if path and sub and not path.startswith("/"):
-            return posixpath.normpath(posixpath.join(sub, path))
-        return path
-
-    if not (sub or op.path.startswith("/") or (op.move_to or "").startswith("/")):
+    below = workdir is not None and within(workdir, cwd) and workdir.rstrip("/") != cwd.rstrip("/")
+    if not (below or op.path.startswith("/") or (op.move_to or "").startswith("/")):
         return op
-    return replace(op, path=rel(op.path), move_to=rel(op.move_to))
+    try:
+        return rooted((op,), workdir if below else cwd, cwd)[0]
+    except PatchError:
+        return op
 
 
 def _final_message(span: TaskSpan) -> str | None:

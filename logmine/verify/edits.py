@@ -21,14 +21,14 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from logmine.environment.detect import detect
 from logmine.environment.host import host_environment
 from logmine.errors import LogmineError
-from logmine.patch import REDACTED_MARK, FileOp, PatchError, apply_hunks, apply_patch, render_patch
+from logmine.patch import REDACTED_MARK, FileOp, PatchError, apply_hunks, apply_patch, render_patch, rooted, within
 from logmine.sandbox import Limits, backend_unavailable, open_sandbox
+from logmine.sandbox.workspace import copy_regular
 from logmine.segment.records import Action
 
 
@@ -50,32 +50,6 @@ def check_untracked(path: str | None, tree: Path, untracked: frozenset[str], aga
     Codex's first snapshot of the session found untracked: the author had it, the commit has not."""
     if path is not None and path in untracked and not (tree / path).exists():
         raise StartDiffered(path, against, untracked=True)
-
-
-def within(path: str | None, root: str) -> bool:
-    """Is ``path`` the directory ``root`` or below it?"""
-    return bool(path) and (path == root or path.startswith(root.rstrip("/") + "/"))
-
-
-def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]:
-    """``ops`` with every path relative to the repository ``root``: a relative path is taken from
-    ``workdir`` (the call's working directory, inside ``root``), an absolute one inside ``root`` is made
-    relative to it. Raises :class:`PatchError` for an absolute path outside the repository."""
-    base = os.path.relpath(workdir, root) if within(workdir, root) else "."
-
-    def fix(path: str | None) -> str | None:
-        if path is None:
-            return None
-        if os.path.isabs(path):
-            if within(os.path.normpath(path), root):
-                return os.path.relpath(os.path.normpath(path), root)
-            raise PatchError(f"patch names a path outside the repository: {path}", path=path)
-        joined = os.path.normpath(os.path.join(base, path))
-        if joined == ".." or joined.startswith("../"):
-            raise PatchError(f"patch names a path outside the repository: {path}", path=path)
-        return joined
-
-    return tuple(replace(op, path=fix(op.path), move_to=fix(op.move_to)) for op in ops)
 
 
 def failing_path(ops: Sequence[FileOp], tree: Path) -> str | None:
@@ -148,9 +122,10 @@ def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, ba
                  limits: Limits = Limits(), live: Path | None = None,
                  untracked: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
     """Redo the earlier tasks' ``prior`` work on ``tree`` (the repository root, at its start commit);
-    returns notes and the editing commands that failed at replay (``seq N (why)``). Raises :class:`StartDiffered` when a patch fails on a file nothing earlier touched
-    (or on one missing that was ``untracked`` at the session's start), :class:`NotRebuilt` when one
-    fails after earlier work touched it."""
+    returns notes and the editing commands that failed at replay (``seq N (why)``). Raises
+    :class:`StartDiffered` when a patch fails on a file nothing earlier touched (or on one missing that
+    was ``untracked`` at the session's start), :class:`NotRebuilt` when one fails after earlier work
+    touched it."""
     if not any(a.kind == "command" for a in prior):
         touched: set[str] = set()
         for action in prior:
@@ -208,22 +183,17 @@ def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:
 
 
 def _copy_back(source: Path, dest: Path) -> None:
-    """Copy what a replay left: directories, regular files and links that stay inside the tree; a
-    link to an absolute path or out of the tree, a FIFO or a device a command made is left out."""
+    """Copy what a replay left, as a sandbox copies a workspace (links kept as links, only regular
+    files), leaving out the links a command made to an absolute path or out of the tree."""
     top = source.resolve()
-    for folder, dirs, files in os.walk(source):
-        here = Path(folder)
-        target = dest / here.relative_to(source)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in [*dirs, *files]:
-            item = here / name
-            if item.is_symlink():
-                link = os.readlink(item)
-                if not os.path.isabs(link) and (here / link).resolve().is_relative_to(top):
-                    os.symlink(link, target / name)
-            elif name in files and item.is_file():
-                shutil.copy2(item, target / name)
-        dirs[:] = [d for d in dirs if not (here / d).is_symlink()]
+
+    def escaping(folder: str, names: list[str]) -> set[str]:
+        links = [(name, os.readlink(os.path.join(folder, name))) for name in names
+                 if os.path.islink(os.path.join(folder, name))]
+        return {name for name, link in links
+                if os.path.isabs(link) or not (Path(folder) / link).resolve().is_relative_to(top)}
+
+    shutil.copytree(source, dest, symlinks=True, ignore=escaping, copy_function=copy_regular)
 
 
 def _read(tree: Path, rel: str) -> str | None:
