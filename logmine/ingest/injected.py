@@ -3,7 +3,7 @@
 Model-visible ``role: user`` messages also carry the environment context, AGENTS.md and user
 instructions, user shell commands and synthetic turn-abort notes; from 0.98 ``role: developer``
 messages carry permissions, skills and collaboration-mode instructions. None of them is a user
-request, so each is marked with the kind of injection (``shared/reference/codex-format.md`` §6).
+request, so each is marked with the kind of injection (``docs/codex-format.md``, "Injected context").
 """
 
 from __future__ import annotations

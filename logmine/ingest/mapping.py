@@ -4,8 +4,8 @@ One :class:`SessionMapper` serves one source file. It is fed records in file ord
 little state a record needs from earlier ones (session id, current turn, event counter); that state
 is a plain dataclass so an incremental run can resume a file where the previous run stopped.
 
-Shapes follow ``shared/reference/codex-format.md``: ResponseItems (§4.3) appear bare in G0/G1 and
-wrapped in G2; EventMsgs (§4.4), turn_context (§4.5) and compacted (§4.6) exist only in G2.
+Shapes follow ``docs/codex-format.md``: response items appear bare in G0/G1 and wrapped in G2;
+event messages, turn_context and compacted records exist only in G2.
 A record whose fields have the wrong types raises :class:`RecordShapeError`; the caller quarantines
 that line and goes on.
 

@@ -4,7 +4,7 @@ Codex's shell tool changed shape four times (``shell`` argv, ``shell_command`` s
 ``exec_command``/``write_stdin``, the built-in ``local_shell_call``) and its output text three times
 (a JSON string with metadata, ``Exit code: N / Wall time:`` text, unified-exec text). This module
 turns each into one normal form: the command as a single string, and exit code / duration / output
-body. See ``shared/reference/codex-format.md`` §5.
+body. See ``docs/codex-format.md``, "Tool calls and their outputs".
 """
 
 from __future__ import annotations

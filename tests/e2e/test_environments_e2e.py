@@ -137,7 +137,7 @@ def test_offline_a_task_whose_environment_cannot_be_built_is_unscored(gen, tmp_p
 def _podman_ready() -> str | None:
     """Why Podman cannot build and run bundles here, or None."""
     if shutil.which("podman") is None:
-        return "podman is not installed (/work/shared/tools/container-engine/setup.sh)"
+        return "podman is not installed (bash .ci/install-tools.sh)"
     for image in (PYTHON_IMAGE, NODE_IMAGE):
         done = subprocess.run(["podman", "image", "exists", image], capture_output=True, timeout=60)
         if done.returncode != 0:
