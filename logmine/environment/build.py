@@ -1,14 +1,19 @@
 """Build a :class:`~.recipe.Recipe` once, with network, and reuse it offline: a prefix or an image.
 
 * :func:`build_prefix` (bubblewrap): the recipe's steps run on the host, in
-  ``<cache>/<key>/tree`` holding the tree's manifests; the dependency directories they leave are
-  bound read-only into replays. The build happens in place (venv scripts record their absolute
-  path), under a lock, and a ``.complete`` marker written last makes a half-built prefix a rebuild.
+  ``<cache>/<key>/tree`` holding the tree's manifests, with ``$LOGMINE_TOOLS`` at
+  ``<cache>/<key>/tools`` (pnpm, yarn, uv: never installed into the host's own Python or Node);
+  the dependency directories they leave, and the tools, are bound read-only into replays. The build
+  happens in place (venv scripts record their absolute path), under a lock, and a ``.complete``
+  marker written last makes a half-built prefix a rebuild.
 * :func:`build_image` (Docker/Podman): ``<engine> build --network host`` of the recipe's Dockerfile
   over a context holding only the manifests, tagged ``logmine-env:<key>``.
 
 Both raise :class:`EnvironmentUnavailable` with the reason (no network, a failing step): the task is
-then ``unscored`` with that reason, never ``fails_after``.
+then ``unscored`` with that reason, never ``fails_after``. A registry the recipe needs (crates.io,
+the Go module proxy, PyPI, npm) is tried first, so a machine that cannot reach one says
+``toolchain registry unreachable: HOST`` instead of a build log; configured mirrors and proxies are
+left to the tools.
 """
 
 from __future__ import annotations
@@ -16,20 +21,30 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from logmine.environment.host import DEFAULT_PATH, BindPlan, HostEnvironment, bind_base_interpreter
+from logmine.environment.host import DEFAULT_PATH, BindPlan, HostEnvironment, bind_base_interpreter, bind_tool
 from logmine.environment.recipe import Recipe
 from logmine.errors import LogmineError
 
 BUILD_TIMEOUT_S = 900.0
 _LOG_TAIL = 600
 _FAILED: dict[str, str] = {}
+_REACHABLE: dict[str, str | None] = {}  # registry host -> why it cannot be reached (None: it can)
+# a configured mirror or proxy: the registry's own host is not what the tool will ask
+_MIRRORS = {"pypi.org": ("PIP_INDEX_URL", "PIP_NO_INDEX", "PIP_FIND_LINKS", "UV_INDEX_URL", "UV_DEFAULT_INDEX"),
+            "registry.npmjs.org": ("npm_config_registry", "NPM_CONFIG_REGISTRY")}
+_PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+_OFFLINE = re.compile(r"Could not resolve host|Temporary failure in name resolution|getaddrinfo|ENOTFOUND|"
+                      r"EAI_AGAIN|ECONNREFUSED|Network is unreachable|No route to host|Failed to establish a new "
+                      r"connection|Connection refused|ConnectTimeout|NewConnectionError", re.I)
 
 
 class EnvironmentUnavailable(LogmineError):
@@ -61,19 +76,24 @@ def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeo
         return Built(str(root / "tree"), True, 0.0)
     if str(root) in _FAILED:  # one failing build (offline, say) per process, not one per task
         raise EnvironmentUnavailable(_FAILED[str(root)])
+    unreachable = registries_unreachable(recipe)
+    if unreachable:
+        _FAILED[str(root)] = unreachable
+        raise EnvironmentUnavailable(unreachable)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if done.exists():  # another process built it while this one waited
             return Built(str(root / "tree"), True, time.monotonic() - started)
-        work = root / "tree"
-        shutil.rmtree(work, ignore_errors=True)
+        work, tools = root / "tree", root / "tools"
+        for stale in (work, tools):
+            shutil.rmtree(stale, ignore_errors=True)
         work.mkdir()
         for rel in recipe.inputs:
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(tree / rel, work / rel)
         env = {**os.environ, "PIP_NO_INPUT": "1", "npm_config_update_notifier": "false",
-               "PATH": os.environ.get("PATH", DEFAULT_PATH)}
+               "LOGMINE_TOOLS": str(tools), "PATH": f"{tools}/bin:" + os.environ.get("PATH", DEFAULT_PATH)}
         env.pop("VIRTUAL_ENV", None)
         try:
             _run(["sh", "-c", recipe.script()], work, env, timeout_s, "prefix build")
@@ -85,8 +105,9 @@ def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeo
 
 
 def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvironment:
-    """Binds and PATH for replaying in a built prefix: its dependency directories at the workspace's
-    paths (and at their own, where venv scripts point), and the interpreter its venv was made from."""
+    """Binds, PATH and variables for replaying in a built prefix: its dependency directories at the
+    workspace's paths (and at their own, where venv scripts point), the interpreter its venv was made
+    from, its tools (pnpm, uv) and the host's Node that built it."""
     plan = BindPlan(home=Path(os.path.expanduser("~")).resolve())
     path: list[str] = []
     for rel in recipe.outputs:
@@ -98,7 +119,23 @@ def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvir
         if (host / "pyvenv.cfg").is_file():
             bind_base_interpreter(plan, host)
             path.append(f"{mount_at.rstrip('/')}/{rel}/bin")
-    return plan.result(":".join(path + [DEFAULT_PATH]))
+    tools = prefix.parent / "tools"
+    if tools.is_dir():
+        plan.binds[str(tools)] = str(tools)
+        path.append(f"{tools}/bin")
+        if (tools / "venv" / "pyvenv.cfg").is_file():  # poetry's script runs on the venv's interpreter
+            bind_base_interpreter(plan, tools / "venv")
+    # the toolchains the build ran with (nvm's node, rustup's cargo): the replay runs the same ones
+    variables, extra = dict(recipe.env), {}
+    for tool, used in (("node", any(o.endswith("node_modules") for o in recipe.outputs)),
+                       ("cargo", "CARGO_HOME" in variables), ("go", "GOMODCACHE" in variables)):
+        if used:
+            bind_tool(plan, tool, os.environ.get("PATH", DEFAULT_PATH))
+    rustup = Path(os.environ.get("RUSTUP_HOME") or plan.home / ".rustup")
+    if "CARGO_HOME" in variables and rustup.is_dir() and plan.bind(rustup, str(rustup)):
+        extra["RUSTUP_HOME"] = str(rustup)  # rustup's cargo finds its toolchains there, not in the sandbox's HOME
+    host = plan.result(":".join(dict.fromkeys(path + plan.path + DEFAULT_PATH.split(":"))))
+    return HostEnvironment(host.binds, host.path, host.notes, {**recipe.replay_env(mount_at, str(tools)), **extra})
 
 
 def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = BUILD_TIMEOUT_S,
@@ -116,6 +153,9 @@ def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = B
                              [engine, "image", "inspect", tag], capture_output=True)
     if present.returncode == 0:
         return Built(tag, True, 0.0)
+    unreachable = registries_unreachable(recipe)
+    if unreachable:
+        raise EnvironmentUnavailable(unreachable)
     with tempfile.TemporaryDirectory(prefix="logmine-envbuild-") as context:
         seeds = Path(context) / "seeds"
         for rel in recipe.inputs:
@@ -129,6 +169,25 @@ def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = B
     return Built(tag, False, time.monotonic() - started)
 
 
+def registries_unreachable(recipe: Recipe, timeout_s: float = 5.0) -> str | None:
+    """``toolchain registry unreachable: HOST (why)`` for the first registry of ``recipe`` this machine
+    cannot open a connection to, or None. A host behind a configured mirror or proxy is not tried."""
+    if any(os.environ.get(v) for v in _PROXIES):
+        return None
+    for host in recipe.registries:
+        if any(os.environ.get(v) for v in _MIRRORS.get(host, ())):
+            continue
+        if host not in _REACHABLE:
+            try:
+                socket.create_connection((host, 443), timeout=timeout_s).close()
+                _REACHABLE[host] = None
+            except OSError as exc:
+                _REACHABLE[host] = exc.strerror or type(exc).__name__
+        if _REACHABLE[host] is not None:
+            return f"toolchain registry unreachable: {host} ({_REACHABLE[host]})"
+    return None
+
+
 def _run(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str) -> None:
     try:
         done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s,
@@ -139,4 +198,5 @@ def _run(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str) -> 
         raise EnvironmentUnavailable(f"{what} could not start: {exc.strerror}") from exc
     if done.returncode != 0:
         tail = " ".join((done.stderr or done.stdout).split())[-_LOG_TAIL:]
-        raise EnvironmentUnavailable(f"{what} failed (exit {done.returncode}): {tail}")
+        offline = ", registry unreachable" if _OFFLINE.search(done.stderr + done.stdout) else ""
+        raise EnvironmentUnavailable(f"{what} failed (exit {done.returncode}{offline}): {tail}")

@@ -9,10 +9,12 @@ provided (bound from the host, or built) is :mod:`.host` and :mod:`.recipe`'s bu
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from logmine.commandline import run_target, simple_commands
 
@@ -23,7 +25,7 @@ MANIFESTS: dict[str, str] = {
     "Pipfile.lock": "python", "setup.py": "python", "setup.cfg": "python", "tox.ini": "python",
     ".python-version": "python",
     "package.json": "node", "package-lock.json": "node", "yarn.lock": "node", "pnpm-lock.yaml": "node",
-    ".nvmrc": "node", ".node-version": "node",
+    ".nvmrc": "node", ".node-version": "node", "pnpm-workspace.yaml": "node",
     "go.mod": "go", "go.sum": "go",
     "Cargo.toml": "rust", "Cargo.lock": "rust", "rust-toolchain": "rust", "rust-toolchain.toml": "rust",
     "Gemfile": "ruby", "Gemfile.lock": "ruby",
@@ -42,7 +44,11 @@ TOOLS: dict[str, str] = {
 RUNNERS = ("uv", "poetry", "pipenv", "hatch", "pdm", "npm", "yarn", "pnpm", "cargo", "go", "bundle")
 _PY_VERSION = re.compile(r"^python(\d(?:\.\d+)?)$")
 _SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", "target", "vendor", ".tox", "dist", "build"}
-_MAX_DEPTH = 2  # manifests this deep below the tree root are found (monorepo packages)
+_MAX_DEPTH = 3  # manifests this deep below the tree root are found (monorepo packages: apps/web/x)
+# options of runners that name the directory they run in (``make -C sub``, ``npm --prefix web``)
+_DIR_OPTIONS = {"-C", "--dir", "--prefix", "--cwd", "--directory", "--project", "--root"}
+#: A command and the directory it ran in (absolute, as recorded; None: the tree's root).
+Ran = tuple[str, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +59,10 @@ class Environment:
     manifests: tuple[str, ...] = ()  # paths relative to the tree root
     tools: tuple[str, ...] = ()  # toolchain programs the commands ran (base names)
     interpreters: tuple[str, ...] = ()  # interpreter paths as run: .venv/bin/python, /usr/bin/python3
-    venvs: tuple[str, ...] = ()  # virtualenv directories the commands used (relative to their cwd)
+    venvs: tuple[str, ...] = ()  # virtualenv directories the commands used (relative to the tree root)
     runners: tuple[str, ...] = ()  # environment managers that ran commands: uv, poetry, npm, …
     versions: tuple[tuple[str, str], ...] = ()  # (tool, version or constraint) from pins and manifests
+    dirs: tuple[str, ...] = ()  # directories the commands ran in (relative to the tree root; "." the root)
 
     def to_row(self) -> dict:
         row = asdict(self)
@@ -76,17 +83,32 @@ class Environment:
         return not (self.manifests or self.venvs or self.runners or set(self.tools) - {"make"})
 
 
-def detect(tree: Path | None, commands: list[str]) -> Environment:
-    """The environment of the tree at ``tree`` (None: unknown) worked by ``commands``."""
+def detect(tree: Path | None, commands: Iterable[str | Ran], root: str | None = None) -> Environment:
+    """The environment of the tree at ``tree`` (None: unknown) worked by ``commands``.
+
+    A command is its line, or ``(line, workdir)`` with the absolute directory it ran in; ``root`` is
+    the path the tree stands for in those (the session's repository root). Where each command ran
+    (its workdir, then any ``cd`` or ``-C DIR`` in the line) gives :attr:`Environment.dirs`: the
+    packages of a monorepo whose software the task needs."""
     manifests = _manifests(tree) if tree is not None else []
     languages = {MANIFESTS[Path(m).name] for m in manifests}
     tools: set[str] = set()
     interpreters: set[str] = set()
     venvs: set[str] = set()
     runners: set[str] = set()
-    for line in commands:
+    dirs: set[str] = set()
+    for item in commands:
+        line, workdir = (item, None) if isinstance(item, str) else item
+        here = _relative(workdir, root) or "."
         for command in simple_commands(line):
-            _note_command(command.argv, tools, interpreters, venvs, runners)
+            used: set[str] = set()
+            _note_command(command.argv, tools, interpreters, used, runners)
+            where = _command_dir(command.argv, command.cd, here, root)
+            if where is not None and (tree is None or (tree / where).is_dir()):
+                dirs.add(where)
+            # a venv relative to where the command ran (`cd backend && .venv/bin/pytest`: backend/.venv)
+            venvs |= {v if v.startswith(("/", "~")) or where in (None, ".") else os.path.normpath(f"{where}/{v}")
+                      for v in used}
     languages |= {TOOLS[t] for t in tools if TOOLS.get(t) not in (None, "make")}
     versions = _versions(tree, manifests) if tree is not None else {}
     for path in interpreters:
@@ -96,7 +118,43 @@ def detect(tree: Path | None, commands: list[str]) -> Environment:
     return Environment(
         languages=tuple(sorted(languages)), manifests=tuple(manifests), tools=tuple(sorted(tools)),
         interpreters=tuple(sorted(interpreters)), venvs=tuple(sorted(venvs)), runners=tuple(sorted(runners)),
-        versions=tuple(sorted(versions.items())))
+        versions=tuple(sorted(versions.items())), dirs=tuple(sorted(dirs)))
+
+
+def _relative(path: str | None, root: str | None) -> str | None:
+    """``path`` relative to ``root`` when it lies inside (``"."`` for the root), else None."""
+    if not path or not root or not path.startswith("/"):
+        return None
+    rel = os.path.relpath(os.path.normpath(path), os.path.normpath(root))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _command_dir(argv: tuple[str, ...], cd: str | None, here: str, root: str | None) -> str | None:
+    """The directory (relative to the tree root) one simple command ran in, or None outside the tree."""
+    where = here
+    for target in (cd, _dir_option(argv)):
+        if not target:
+            continue
+        if target.startswith("~"):
+            return None
+        if target.startswith("/"):
+            where = _relative(target, root)
+            if where is None:
+                return None
+        else:
+            where = os.path.normpath(str(PurePosixPath(where) / target))
+    return None if where == ".." or where.startswith("../") else where
+
+
+def _dir_option(argv: tuple[str, ...]) -> str | None:
+    """``make -C sub``, ``npm --prefix web``, ``uv run --directory api``: the directory a runner moves to."""
+    if argv[0].rsplit("/", 1)[-1] not in (*RUNNERS, "make", "npx", "uvx"):
+        return None
+    for i, word in enumerate(argv[1:], 1):
+        name, eq, value = word.partition("=")
+        if name in _DIR_OPTIONS:
+            return value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return None
 
 
 def _note_command(argv: tuple[str, ...], tools: set, interpreters: set, venvs: set, runners: set) -> None:
@@ -149,7 +207,7 @@ def _manifests(tree: Path) -> list[str]:
 
 def _versions(tree: Path, manifests: list[str]) -> dict[str, str]:
     versions: dict[str, str] = {}
-    for rel in manifests:
+    for rel in sorted(manifests, key=lambda m: m.count("/")):  # the root's pins before a package's
         path = tree / rel
         name = path.name
         try:
@@ -169,11 +227,16 @@ def _versions(tree: Path, manifests: list[str]) -> dict[str, str]:
                 versions.setdefault("python", requires)
         elif name == "package.json":
             try:
-                node = (json.loads(text).get("engines") or {}).get("node")
+                data = json.loads(text)
+                node = (data.get("engines") or {}).get("node")
+                manager = data.get("packageManager")
             except (ValueError, AttributeError):
-                node = None
+                node = manager = None
             if isinstance(node, str):
                 versions.setdefault("node", node)
+            if isinstance(manager, str) and "@" in manager:  # "pnpm@10.27.0+sha512.…": corepack's pin
+                tool, _, pin = manager.partition("@")
+                versions.setdefault(tool, pin.split("+", 1)[0])
         elif name == "go.mod":
             match = re.search(r"^go\s+(\S+)", text, re.M)
             if match:

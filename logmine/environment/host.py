@@ -52,10 +52,11 @@ class HostEnvironment:
     binds: tuple[tuple[str, str], ...] = ()  # (host path, path inside the sandbox)
     path: str = DEFAULT_PATH
     notes: tuple[str, ...] = ()  # refused binds, unresolved tools
+    variables: dict[str, str] | None = None  # besides PATH: PYTHONPATH, UV_NO_SYNC, CARGO_HOME …
 
     @property
     def env(self) -> dict[str, str]:
-        return {"PATH": self.path}
+        return {**(self.variables or {}), "PATH": self.path}
 
 
 @dataclass
@@ -128,7 +129,7 @@ def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user
             bind_base_interpreter(plan, host)
             venv_bins.append(f"{mount_at.rstrip('/')}/{rel}/bin")
     for tool in env.tools:
-        _bind_tool(plan, tool, user_path)
+        bind_tool(plan, tool, user_path)
     for interpreter in env.interpreters:
         if interpreter.startswith(("/", "~")):
             _bind_install(plan, Path(os.path.expanduser(interpreter)))
@@ -152,7 +153,8 @@ def bind_base_interpreter(plan: BindPlan, venv: Path) -> None:
         _bind_install(plan, Path(os.path.realpath(python)))
 
 
-def _bind_tool(plan: BindPlan, tool: str, user_path: str) -> None:
+def bind_tool(plan: BindPlan, tool: str, user_path: str) -> None:
+    """Bind the installation ``tool`` resolves to on ``user_path`` and put its directory on the PATH."""
     found = shutil.which(tool, path=user_path)
     if found is None:
         plan.notes.append(f"{tool}: not on this host's PATH")

@@ -10,27 +10,43 @@ with network at build time only. The same steps serve three places:
 * the exported bundle's ``environment/Dockerfile`` (:meth:`Recipe.dockerfile`): Harbor and TMax build
   it as it is, so the task starts with its files and its dependencies.
 
-The cache key hashes the base image, the steps and the manifests' contents, so a tree whose
-manifests did not change reuses its environment.
+What is installed where (workspace roots, subdirectory projects, the package manager and its
+version) is :mod:`.installs`' business; this module puts the installs together, picks the base image
+from the versions the tree pins (``.python-version``/``requires-python``, ``.nvmrc``/``engines``),
+and keys the result. The cache key hashes the base image, the steps and the manifests' contents,
+so every task of a repository whose manifests did not change shares one environment (SWE-smith
+builds one image per repository, not per task).
 """
 
 from __future__ import annotations
 
 import hashlib
-import shlex
-import tomllib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from logmine.environment.detect import Environment
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from logmine.environment.detect import TOOLS, Environment
+from logmine.environment.installs import (
+    Install,
+    go_install,
+    nearest,
+    node_install,
+    node_roots,
+    python_install,
+    python_roots,
+    rust_install,
+)
 
 PYTHON_IMAGE = "python:3.11-slim"
 NODE_IMAGE = "node:18-slim"
-_INSTALL_FILES = ("requirements.txt", "requirements-dev.txt", "requirements-test.txt", "pyproject.toml",
-                  "uv.lock", "poetry.lock", "setup.py", "setup.cfg", "Pipfile", "Pipfile.lock", "package.json",
-                  "package-lock.json", "yarn.lock", "pnpm-lock.yaml")
-_TEST_TOOLS = ("pytest",)
-_BUILD_LEFTOVERS = {"build", "dist", "__pycache__", ".venv", "venv", "node_modules", ".git", ".tox"}
+IMAGE_TOOLS = "/opt/logmine-tools"  # $LOGMINE_TOOLS in an image
+_PYTHONS = ("3.11", "3.12", "3.13", "3.10", "3.9", "3.14")  # preferred first: the default image's
+_NODES = (18, 20, 22, 24)
+_ORDER = ("python", "node", "rust", "go")
+_EXTRA = {"node": "apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null",
+          "python": "apt-get update -qq && apt-get install -y -qq python3 python3-venv python3-pip >/dev/null"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,23 +58,48 @@ class Recipe:
     inputs: tuple[str, ...]  # manifest paths (relative) the steps read: copied before the steps run
     outputs: tuple[str, ...]  # dependency directories the steps create (relative): bound or kept
     key: str
+    tools: tuple[str, ...] = ()  # steps installing package managers into $LOGMINE_TOOLS (run first)
+    image_steps: tuple[str, ...] = ()  # only in a container: what the base image lacks (nodejs on python)
+    env: tuple[tuple[str, str], ...] = ()  # for the replay: "{root}" the workspace, "{tools}" $LOGMINE_TOOLS
+    pythonpath: tuple[str, ...] = ()  # import roots relative to the workspace (an editable install's)
+    registries: tuple[str, ...] = ()  # hosts the build must reach
+    members: tuple[str, ...] = ()  # outputs a workspace member has only when it needs one (not required)
+
+    def replay_env(self, root: str, tools: str) -> dict[str, str]:
+        """The variables a replay in this environment needs, for a workspace at ``root``."""
+        found = {k: v.replace("{root}", root.rstrip("/")).replace("{tools}", tools) for k, v in self.env}
+        if self.pythonpath:
+            found["PYTHONPATH"] = ":".join(f"{root.rstrip('/')}/{p}".removesuffix("/.") for p in self.pythonpath)
+        return found
+
+    def bins(self, root: str) -> list[str]:
+        """Directories of the outputs whose programs the session ran bare (``pytest``; ``vitest`` from
+        the root's ``node_modules``, as before any workspace)."""
+        return [f"{root.rstrip('/')}/{o}" + ("/.bin" if o == "node_modules" else "/bin") for o in self.outputs
+                if not o.endswith("node_modules") or o == "node_modules"]
 
     def dockerfile(self, seeds: str = "seeds", workdir: str = "/workspace") -> str:
         """A Dockerfile that installs the dependencies, then copies the start state over them."""
         lines = [f"FROM {self.base_image}", f"WORKDIR {workdir}"]
+        if self.tools:  # pnpm, uv: on the PATH of the install steps and of the task
+            lines.insert(1, f"ENV LOGMINE_TOOLS={IMAGE_TOOLS} PATH={IMAGE_TOOLS}/bin:$PATH")
         for rel in self.inputs:
             lines.append(f"COPY {seeds}/{rel} {workdir}/{rel}")
-        if self.steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
-            lines.append("RUN " + " \\\n    && ".join([self.steps[0], *(f"({s})" for s in self.steps[1:])]))
-        bins = [f"{workdir}/{o}/bin" if o != "node_modules" else f"{workdir}/node_modules/.bin" for o in self.outputs]
-        if bins:  # bare `pytest`, `jest` resolve as in the session's activated shell
+        steps = [*self.image_steps, *self.tools, *self.steps]
+        if steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
+            lines.append("RUN " + " \\\n    && ".join([steps[0], *(f"({s})" for s in steps[1:])]))
+        bins = self.bins(workdir)
+        if bins:  # bare `pytest`, `jest`, `pnpm` resolve as in the session's activated shell
             lines.append(f"ENV PATH={':'.join(bins)}:$PATH")
+        for key, value in sorted(self.replay_env(workdir, IMAGE_TOOLS).items()):
+            lines.append(f"ENV {key}={value}")
         lines.append(f"COPY {seeds}/ {workdir}/")
         return "\n".join(lines) + "\n"
 
     def script(self) -> str:
-        """The steps as one shell script (``set -e``), for a prefix build on the host."""
-        return "set -eu\n" + "\n".join(self.steps) + "\n"
+        """The steps as one shell script (``set -e``), for a prefix build on the host (``$LOGMINE_TOOLS``
+        set by the caller); never the image steps: the host's own system is not ours to change."""
+        return "set -eu\n" + "\n".join([*self.tools, *self.steps]) + "\n"
 
 
 class NoRecipe(Exception):
@@ -67,102 +108,131 @@ class NoRecipe(Exception):
 
 def recipe_for(env: Environment, tree: Path) -> Recipe:
     """The recipe for ``env`` in ``tree``; raises :class:`NoRecipe` with the reason when there is none."""
-    manifests = [m for m in env.manifests if "/" not in m and m in _INSTALL_FILES]
-    python = "python" in env.languages
-    node = "node" in env.languages and "package.json" in manifests
-    unsupported = sorted(set(env.languages) - {"python", "node"})
-    if unsupported and not (python or node):
-        raise NoRecipe(f"no build recipe for {', '.join(unsupported)} projects yet")
-    steps: list[str] = []
-    outputs: list[str] = []
-    if python:
-        venv = _venv_dir(env)
-        python_steps = _python_steps(env, manifests, venv, tree)
-        if python_steps != [f"python3 -m venv {shlex.quote(venv)}"]:  # an empty venv installs nothing
-            steps += python_steps
-            outputs.append(venv)
-    if node:
-        steps.append("npm ci --no-audit --no-fund" if "package-lock.json" in manifests
-                     else "npm install --no-audit --no-fund")
-        outputs.append("node_modules")
-    if not steps:
-        raise NoRecipe("nothing to install: no manifest and no tool that needs one")
-    base = NODE_IMAGE if node and not python else PYTHON_IMAGE
-    if node and python:
-        steps.insert(0, "apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null")
-    inputs = tuple(manifests) + (tuple(local_requirements(tree, manifests)) if python else ())
-    return Recipe(base, tuple(steps), inputs, tuple(outputs), _key(base, steps, tree, inputs))
+    installs = _installs(env, tree)
+    if not installs:
+        unsupported = sorted(set(env.languages) - {"python", "node", "rust", "go"})
+        if unsupported:
+            raise NoRecipe(f"no build recipe for {', '.join(unsupported)} projects yet")
+        raise NoRecipe("nothing to install: no manifest of the languages the commands ran")
+    languages = [i.language for i in installs]
+    ran = {TOOLS.get(t) for t in env.tools}
+    primary = next(lang for lang in sorted(languages, key=lambda lang: (lang not in ran, _ORDER.index(lang))))
+    base = base_image(primary, env)
+    image_steps = [_EXTRA[lang] for lang in ("node", "python") if lang in languages and lang != primary]
+    steps = [s for i in installs for s in i.steps]
+    tools = list(dict.fromkeys(t for i in installs for t in i.tools))
+    env_vars = {k: v for i in installs for k, v in i.env.items()}
+    inputs = tuple(dict.fromkeys(f for i in installs for f in i.inputs if (tree / f).is_file()))
+    outputs = tuple(dict.fromkeys(o for i in installs for o in i.outputs))
+    pythonpath = tuple(dict.fromkeys(p for i in installs for p in i.pythonpath))
+    registries = tuple(dict.fromkeys(r for i in installs for r in i.registries))
+    members = tuple(dict.fromkeys(m for i in installs for m in i.members))
+    key = _key(base, [*image_steps, *tools, *steps, repr(sorted(env_vars.items())), repr(pythonpath)], tree, inputs)
+    return Recipe(base, tuple(steps), inputs, outputs, key, tuple(tools), tuple(image_steps),
+                  tuple(sorted(env_vars.items())), pythonpath, registries, members)
 
 
-def local_requirements(tree: Path, manifests: list[str]) -> list[str]:
-    """The files of the local directories the requirements files install (``./libs/foo``,
-    ``-e ./pkg``, ``file:./pkg``): the recipe's steps read them, so they are inputs like the manifests
-    (a monorepo's own packages, installed into its venv). Build leftovers are not."""
-    found: list[str] = []
-    for name in (m for m in manifests if m.startswith("requirements")):
-        try:
-            lines = (tree / name).read_text(errors="replace").splitlines()
-        except OSError:
+def _installs(env: Environment, tree: Path) -> list[Install]:
+    """The installs ``env`` needs: a language's whose tools the commands ran; when they ran none of any
+    language's (``make test``, ``./run.sh``), those the manifests declare."""
+    installs: list[Install] = []
+    dirs = env.dirs or (".",)
+    ran = {TOOLS.get(t) for t in env.tools} & set(_ORDER)
+    wanted = ran or set(env.languages)
+    if "python" in wanted:
+        roots = python_roots(tree, dirs) or ["."]
+        for root in roots:
+            install = python_install(tree, root, _venv_dir(env, root), env.tools, env.runners)
+            empty = install.steps == [f"python3 -m venv {install.outputs[0]}"] and not install.tools
+            if empty and install.outputs[0] not in env.venvs:  # an empty venv no command ran installs nothing
+                install.steps, install.outputs = [], []
+            if install.steps or install.pythonpath:  # a src layout needs its import root even then
+                installs.append(install)
+    if "node" in wanted:
+        manifests = env.manifests
+        installs += [node_install(tree, root, manifests, dict(env.versions)) for root in node_roots(tree, dirs)]
+    if "cargo" in env.tools:
+        roots = dict.fromkeys(nearest(tree, d, ("Cargo.lock",)) or nearest(tree, d, ("Cargo.toml",)) for d in dirs)
+        installs += [rust_install(tree, root, env.manifests) for root in roots if root is not None]
+    if "go" in env.tools:
+        roots = dict.fromkeys(nearest(tree, d, ("go.mod",)) for d in dirs)
+        installs += [go_install(tree, root) for root in roots if root is not None]
+    return installs
+
+
+def _venv_dir(env: Environment, root: str) -> str:
+    """The venv the session used for the project at ``root`` (relative to it), or ``.venv`` (uv's and
+    poetry's in-project default)."""
+    for venv in env.venvs:
+        venv = venv.removeprefix("./")
+        if venv.startswith(("/", "~", "..")):
             continue
-        for line in lines:
-            words = line.split("#", 1)[0].split()
-            target = words[-1].removeprefix("file:") if words else ""
-            if not target.startswith(("./", "../")) and target not in (".",):
-                continue
-            root = (tree / target).resolve()
-            if root == tree.resolve() or tree.resolve() not in root.parents or not root.is_dir():
-                continue  # the project itself (never installed: its source is the workspace's) or outside
-            for path in sorted(root.rglob("*")):
-                rel = path.relative_to(tree.resolve())
-                leftover = set(rel.parts) & _BUILD_LEFTOVERS or any(p.endswith(".egg-info") for p in rel.parts)
-                if path.is_file() and not leftover:
-                    found.append(rel.as_posix())
-    return list(dict.fromkeys(found))
+        if root != "." and venv.startswith(root + "/"):
+            return venv[len(root) + 1:]
+        if "/" not in venv:
+            return venv
+    return ".venv"
 
 
-def _venv_dir(env: Environment) -> str:
-    """The venv the session used (relative), or ``.venv`` (uv's and poetry's in-project default)."""
-    relative = [v for v in env.venvs if not v.startswith(("/", "~", ".."))]
-    return relative[0].removeprefix("./") if relative else ".venv"
+def base_image(language: str, env: Environment) -> str:
+    """The base image for ``language`` at the version the tree pins (the default one when it pins none)."""
+    if language == "python":
+        return f"python:{_python_version(env.version('python'))}-slim"
+    if language == "node":
+        return f"node:{_node_major(env.version('node'))}-slim"
+    if language == "rust":
+        return "rust:1-slim"
+    return "golang:" + ".".join((env.version("go") or "1").split(".")[:2])
 
 
-def _python_steps(env: Environment, manifests: list[str], venv: str, tree: Path) -> list[str]:
-    """Install steps into ``venv``: the lock file's tool, else requirements files and the project's
-    declared dependencies (never the project itself: its source is the workspace's, not a copy's)."""
-    q = shlex.quote(venv)
-    pip = f"{q}/bin/python -m pip install -q --disable-pip-version-check"
-    steps: list[str] = []
-    if "uv.lock" in manifests:
-        steps += ["python3 -m pip install -q --disable-pip-version-check uv",
-                  f"UV_PROJECT_ENVIRONMENT={q} python3 -m uv sync -q --frozen --all-extras"]
-    elif "poetry.lock" in manifests:
-        steps += ["python3 -m pip install -q --disable-pip-version-check poetry",
-                  f"python3 -m venv {q}", f"VIRTUAL_ENV=$PWD/{q} python3 -m poetry install -q --no-root"]
-    else:
-        steps.append(f"python3 -m venv {q}")
-        for name in ("requirements.txt", "requirements-dev.txt", "requirements-test.txt"):
-            if name in manifests:
-                steps.append(f"{pip} -r {name}")
-        declared = _declared_dependencies(tree / "pyproject.toml") if "pyproject.toml" in manifests else []
-        if declared:
-            steps.append(f"{pip} " + " ".join(shlex.quote(d) for d in declared))
-    tools = [t for t in _TEST_TOOLS if t in env.tools]
-    if tools:
-        steps.append(f"{q}/bin/python -c 'import {tools[0]}' 2>/dev/null || {pip} {' '.join(tools)}")
-    return steps
-
-
-def _declared_dependencies(pyproject: Path) -> list[str]:
-    """``[project] dependencies`` plus the optional groups named like tests (test, tests, dev)."""
+def _python_version(pin: str | None) -> str:
+    if not pin:
+        return PYTHON_IMAGE.split(":")[1].removesuffix("-slim")
+    exact = re.fullmatch(r"(?:python|cpython-?)?(3\.\d+)(?:\.\d+)?", pin.strip())
+    if exact:
+        return exact.group(1)
     try:
-        project = tomllib.loads(pyproject.read_text()).get("project", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return []
-    found = [d for d in project.get("dependencies", []) if isinstance(d, str)]
-    for group, deps in (project.get("optional-dependencies") or {}).items():
-        if group in ("test", "tests", "testing", "dev") and isinstance(deps, list):
-            found += [d for d in deps if isinstance(d, str)]
-    return list(dict.fromkeys(found))
+        spec = SpecifierSet(pin)
+    except InvalidSpecifier:
+        return _python_version(None)
+    return next((v for v in _PYTHONS if spec.contains(f"{v}.50", prereleases=True)), _python_version(None))
+
+
+def _node_major(pin: str | None) -> int:
+    """The first of the maintained majors (18 first: the default image's) that ``pin`` admits."""
+    if not pin:
+        return int(NODE_IMAGE.split(":")[1].split("-")[0])
+    exact = re.fullmatch(r"v?(\d+)(?:\.[\dx*]+){0,2}", pin.strip())
+    if exact:
+        return int(exact.group(1))
+    for major in _NODES:
+        if any(_admits(alternative, major) for alternative in pin.split("||")):
+            return major
+    return _node_major(None)
+
+
+def _admits(comparators: str, major: int) -> bool:
+    """Whether some version of ``major`` meets every comparator (``>=18.17 <21``, ``^20``, ``~18``)."""
+    for version in ((major, 0, 0), (major, 999, 999)):
+        ok = True
+        for item in comparators.split():
+            match = re.fullmatch(r"(>=|<=|>|<|=|\^|~)?v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?", item)
+            if not match:
+                continue
+            op, want = match.group(1) or "=", tuple(int(g) if g and g.isdigit() else 0 for g in match.groups()[1:])
+            if op in ("^", "~", "="):
+                ok &= version[0] == want[0]
+            elif op == ">=":
+                ok &= version >= want
+            elif op == ">":
+                ok &= version > want
+            elif op == "<=":
+                ok &= version <= want
+            else:
+                ok &= version < want
+        if ok:
+            return True
+    return False
 
 
 def _key(base: str, steps: list[str], tree: Path, inputs: tuple[str, ...]) -> str:

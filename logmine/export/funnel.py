@@ -171,12 +171,33 @@ class Step:
 
 
 @dataclass(frozen=True, slots=True)
+class EnvironmentBuilds:
+    """The built environments behind the tasks' latest verification: one build per recipe key, reused
+    by every other task whose manifests are the same (docs/environments.md)."""
+
+    tasks: int  # tasks whose environment was built (or reused)
+    environments: int  # distinct recipe keys among them
+    built: int  # tasks whose call built it
+    reused: int  # tasks that found it in the cache
+    build_s: float  # seconds spent building
+
+    @property
+    def reuse(self) -> float | None:
+        return self.reused / self.tasks if self.tasks else None
+
+    def to_dict(self) -> dict:
+        return {"tasks": self.tasks, "environments": self.environments, "built": self.built, "reused": self.reused,
+                "reuse": round(self.reuse, 4) if self.reuse is not None else None, "build_s": round(self.build_s, 1)}
+
+
+@dataclass(frozen=True, slots=True)
 class Funnel:
     store: Path
     steps: tuple[Step, ...]
     candidates: dict[str, int]  # every candidate by verification status ("unverified" when it has none)
     export: Path | None = None
     other_rows: int = 0  # export rows that are not a validated task of this store (unvalidated, stale)
+    builds: EnvironmentBuilds | None = None  # the built environments of the tasks (None: none built)
 
     def step(self, key: str) -> Step:
         return next(s for s in self.steps if s.key == key)
@@ -193,7 +214,8 @@ class Funnel:
                              "subjects": [{"subject": s, "count": n} for s, n in r.subjects]} for r in step.stopped],
             })
         return {"store": str(self.store), "export": str(self.export) if self.export else None,
-                "other_export_rows": self.other_rows, "candidates": self.candidates, "steps": steps}
+                "other_export_rows": self.other_rows, "candidates": self.candidates, "steps": steps,
+                "environment_builds": self.builds.to_dict() if self.builds else None}
 
 
 _SESSIONS_SQL = """
@@ -248,6 +270,14 @@ WHERE s.stopped_at IS NULL GROUP BY ALL
 _OTHER_ROWS_SQL = _TASK_STOPS + """
 SELECT count(*) FROM read_parquet($rows) WHERE ground_truth NOT IN (SELECT task_id FROM stops WHERE stopped_at IS NULL)
 """
+_BUILDS_SQL = """
+WITH latest AS (SELECT * FROM environments
+                QUALIFY row_number() OVER (PARTITION BY task_id ORDER BY verify_gen DESC) = 1)
+SELECT count(*) AS tasks, count(DISTINCT recipe_key) AS environments,
+       count(*) FILTER (WHERE NOT coalesce(cached, false)) AS built, count(*) FILTER (WHERE cached) AS reused,
+       coalesce(sum(provide_s) FILTER (WHERE NOT coalesce(cached, false)), 0) AS build_s
+FROM latest WHERE mode = 'built' AND recipe_key IS NOT NULL
+"""
 _CANDIDATES_SQL = "SELECT coalesce(status, 'unverified') AS status, count(*) AS n FROM verifiers GROUP BY ALL"
 _TASK_STEPS = (("with_candidates", "tasks with candidates"), ("rebuilt", "rebuilt"),
                ("environment", "environment provided"), ("validated", "validated"))
@@ -286,7 +316,9 @@ def build_funnel(store: Store, export: Path | None = None, rejects: Mapping[str,
         steps.append(step)
     counts = dict(con.execute(_CANDIDATES_SQL).fetchall())
     candidates = {s: counts.pop(s) for s in (*STATUSES, "unverified") if s in counts} | counts
-    return Funnel(store.root, tuple(steps), candidates, export, other_rows)
+    built = fetch_dicts(con.execute(_BUILDS_SQL))[0]
+    builds = EnvironmentBuilds(**built) if built["tasks"] else None
+    return Funnel(store.root, tuple(steps), candidates, export, other_rows, builds)
 
 
 def _export_step(store: Store, export: Path, rejects: Mapping[str, str]) -> tuple[Step, int]:
@@ -344,6 +376,11 @@ def render_funnel(console: Console, funnel: Funnel, top: int = 4) -> None:
     statuses = ", ".join(f"{s.replace('_', ' ')} {n}" for s, n in funnel.candidates.items())
     console.print(f"candidates: {sum(funnel.candidates.values())}" + (f" ({statuses})" if statuses else ""),
                   highlight=False, soft_wrap=True)
+    if funnel.builds:
+        b = funnel.builds
+        console.print(f"built environments: {b.environments} for {b.tasks} task(s); built {b.built} time(s) in "
+                      f"{b.build_s:.0f} s, reused from the cache {b.reused} time(s) ({b.reuse:.0%})",
+                      highlight=False, soft_wrap=True)
     if funnel.other_rows:
         console.print(f"the export also holds {funnel.other_rows} row(s) that are not validated tasks of this "
                       "store (--include-unvalidated, or an older store)", highlight=False, soft_wrap=True)

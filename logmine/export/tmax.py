@@ -177,12 +177,14 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         solve = bundle.solve_sh(item.actions, scratch, state.root, state.cwd)
         end = {p: read_inside(scratch / rel, p) for c in item.candidates
                for p in [*(d.path for d in c.diffs), *(t.path for t in c.hidden_tests)]}
-        commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]
-        env = detect(state.path, commands)
+        commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
+            [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
+        env = detect(state.path, commands, state.root)
         dockerfile, image = _dockerfile(env, state.path, config.image)
-        _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor)
+        _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor,
+                      state.root)
         if config.check:
-            checked = check_bundle(target, env, state.live, left_out=left_out, commands=commands)
+            checked = check_bundle(target, env, state.live, left_out=left_out, commands=[c for c, _ in commands])
             if checked.problem:
                 shutil.rmtree(target, ignore_errors=True)
                 return None, checked.problem
@@ -215,12 +217,12 @@ def _dockerfile(env: Environment, tree: Path, image: str | None) -> tuple[str, s
 
 def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
                   end: dict[str, str | None], config: TmaxExportConfig, task: Task, dockerfile: str,
-                  redactor: Redactor) -> None:
+                  redactor: Redactor, root: str) -> None:
     files = {
         "instruction.md": instruction.rstrip("\n") + "\n",  # the task text only: TMax's environment wraps it
         "task.toml": _task_toml(config, task, verifier),
         "environment/Dockerfile": dockerfile,
-        "tests/test.sh": bundle.test_sh(verifier, rel),
+        "tests/test.sh": bundle.test_sh(verifier, rel, root),
         "solution/solve.sh": solve,
     }
     if verifier.kind == "file_diff":

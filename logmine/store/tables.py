@@ -170,6 +170,7 @@ ENVIRONMENTS = pa.schema(
         ("venvs", pa.list_(pa.string())),
         ("runners", pa.list_(pa.string())),
         ("versions", pa.string()),  # JSON {tool: version or constraint}
+        ("dirs", pa.list_(pa.string())),  # directories the commands ran in, relative to the repository root
         ("mode", pa.string()),  # host | built | none | unavailable
         ("mode_reason", pa.string()),
         ("recipe_key", pa.string()),  # built: the cache key of the install recipe

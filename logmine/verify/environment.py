@@ -30,7 +30,7 @@ from logmine.environment.build import (
 )
 from logmine.environment.detect import Environment
 from logmine.environment.host import DEFAULT_PATH, dependency_dirs, host_environment
-from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, Recipe, recipe_for
+from logmine.environment.recipe import IMAGE_TOOLS, NODE_IMAGE, PYTHON_IMAGE, NoRecipe, Recipe, recipe_for
 
 ENV_MODES = ("auto", "host", "built", "none")
 IMAGE_PREFIX = "/opt/logmine-env"  # where a verify image holds the dependency directories
@@ -121,7 +121,7 @@ def _missing_on_host(env: Environment, tree: Path, live: Path | None) -> str | N
     except NoRecipe:
         recipe = None
     if recipe is not None and recipe.inputs:  # dependencies declared by manifests: their directories
-        wanted |= set(recipe.outputs)
+        wanted |= set(recipe.outputs) - set(recipe.members)
     absent = sorted(w for w in wanted if w not in present)
     if not absent:
         return None
@@ -147,11 +147,12 @@ def _built(env: Environment, tree: Path, root: str, backend: str) -> Provided:
                         notes=host.notes, seconds=time.monotonic() - started, cached=built.cached)
     # the image keeps the dependencies outside the workspace mount; links in the tree point there
     built = build_image(recipe, tree, backend, workdir=IMAGE_PREFIX)
-    bins = [f"{root.rstrip('/')}/{o}/bin" for o in recipe.outputs if o != "node_modules"]
+    bins = [f"{root.rstrip('/')}/{o}/bin" for o in recipe.outputs if not o.endswith("node_modules")]
+    bins += [f"{IMAGE_TOOLS}/bin"] if recipe.tools else []
     return Provided("built", _built_reason(recipe, built), image=built.where, recipe=recipe,
                     links=tuple((o, f"{IMAGE_PREFIX}/{o}") for o in recipe.outputs),
-                    env={"PATH": ":".join([*bins, DEFAULT_PATH])}, seconds=time.monotonic() - started,
-                    cached=built.cached)
+                    env={**recipe.replay_env(root, IMAGE_TOOLS), "PATH": ":".join([*bins, DEFAULT_PATH])},
+                    seconds=time.monotonic() - started, cached=built.cached)
 
 
 def _built_reason(recipe: Recipe, built: Built) -> str:

@@ -47,8 +47,11 @@ def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | Non
     if hidden:
         rel = os.path.relpath(cwd, sandbox.mount_at)
         sandbox.install_files({os.path.normpath(os.path.join(rel, path)): text for path, text in hidden.items()})
-    workdir = candidate.workdir  # one outside the rebuilt repository does not exist in the sandbox
-    result = sandbox.run(candidate.command, cwd=workdir if within(workdir, sandbox.mount_at) else cwd)
+    workdir = candidate.workdir if within(candidate.workdir, sandbox.mount_at) else cwd  # outside: not here
+    if not (Path(sandbox.workspace) / os.path.relpath(workdir, sandbox.mount_at)).is_dir():
+        # the session's shell started there; in this tree it does not exist (yet): the command fails
+        return Grade(False, 1, 0.0, f"cd: {workdir}: no such directory in this tree")
+    result = sandbox.run(candidate.command, cwd=workdir)
     # redact the whole output, then cut: a cut first could leave half a secret no rule recognises
     excerpt = redact_text(result.output[-EXCERPT * 8:])[-EXCERPT:]
     if result.unscored:

@@ -27,7 +27,8 @@ from logmine.verify.workspace import NotRebuilt, RebuiltTree, read_inside, rebui
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
 MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
-                     r"^.*ModuleNotFoundError[^\n]*)")
+                     r"^.*ModuleNotFoundError[^\n]*|^error: rustup could not choose a version[^\n]*|"
+                     r"^error: toolchain '[^']*' is not installed[^\n]*)")
 
 
 @dataclass
@@ -81,8 +82,9 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         except Exception as exc:  # e.g. an unreadable file of the clone
             return _all(item, "not_rebuilt", f"rebuild failed: {type(exc).__name__}: {str(exc)[:300]}",
                         rebuilt=False)
-        commands = [a.command for a in item.actions if a.command] + [c.command for c in item.candidates if c.command]
-        record = EnvironmentRecord(detect(state.path, commands))
+        commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
+            [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
+        record = EnvironmentRecord(detect(state.path, commands, state.root))
         outcome = None
         for mode in (modes := modes_to_try(options.env_mode, options.backend)):
             try:
@@ -172,7 +174,12 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
                         why = str(exc)
                     problems.append(f"replay: patch at seq {action.seq} did not apply: {why}")
             else:
-                result = box.run(action.command, cwd=inside(action.workdir, state))
+                where = inside(action.workdir, state)
+                if not (base / os.path.relpath(where, state.root)).is_dir():  # as the session's shell would fail
+                    problems.append(f"replay: command at seq {action.seq}: no directory {where} in this tree")
+                    failed.append((action.seq, action.command))
+                    continue
+                result = box.run(action.command, cwd=where)
                 if result.error:
                     problems.append(f"replay: command at seq {action.seq}: {result.error}")
                 if result.error or result.exit_code != 0:

@@ -93,3 +93,39 @@ def test_the_home_directory_is_never_bound(tmp_path):
     host = host_environment(Environment(tools=("node",)), None, "/w", user_path=str(home / "bin"), home=home)
     assert all(src != str(home) for src, _ in host.binds)
     assert dict(host.binds) == {str(home / "bin" / "node"): str(home / "bin" / "node")}
+
+
+def test_a_monorepos_nested_dependencies_are_bound_where_they_live(tmp_path):
+    """A uv backend's .venv in backend/, a pnpm workspace's node_modules at the root and in a member
+    (links into the root's .pnpm store, relative): host mode binds each at its own path."""
+    from logmine.environment.recipe import recipe_for
+    from logmine.verify.environment import provide
+
+    repo = tmp_path / "mono"
+    (repo / "backend").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("node_modules/\n.venv/\n")
+    (repo / "backend" / "requirements.txt").write_text("iniconfig\n")
+    (repo / "package.json").write_text('{"name": "m"}\n')
+    (repo / "pnpm-workspace.yaml").write_text("packages:\n  - 'web'\n  - 'shared'\n")
+    (repo / "pnpm-lock.yaml").write_text("lockfileVersion: '9.0'\n")
+    for member in ("web", "shared"):
+        (repo / member).mkdir()
+        (repo / member / "package.json").write_text("{}\n")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(repo / "backend" / ".venv")], check=True)
+    store = repo / "node_modules" / ".pnpm" / "vitest@1.0.0" / "node_modules" / "vitest"
+    store.mkdir(parents=True)
+    (store / "package.json").write_text('{"name": "vitest"}\n')
+    (repo / "web" / "node_modules").mkdir()
+    (repo / "web" / "node_modules" / "vitest").symlink_to("../../node_modules/.pnpm/vitest@1.0.0/node_modules/vitest")
+    _git(repo, "add", ".")
+    assert dependency_dirs(repo) == ["backend/.venv", "node_modules", "web/node_modules"]
+    env = detect(repo, [("cd backend && .venv/bin/python -m pytest", "/w"), ("pnpm --filter web test", "/w")], "/w")
+    recipe = recipe_for(env, repo)
+    assert {"backend/.venv", "node_modules", "shared/node_modules"} <= set(recipe.outputs)
+    provided = provide("host", env, repo, "/w", repo, "bwrap")  # shared/ has no node_modules: not required
+    binds = dict(provided.binds)
+    assert binds[str(repo / "backend" / ".venv")] == "/w/backend/.venv"
+    assert binds[str(repo / "web" / "node_modules")] == "/w/web/node_modules"
+    assert binds[str(repo / "node_modules")] == "/w/node_modules"
+    assert not any(str(tmp_path.parent) == src for src in binds)  # nothing above the repository

@@ -1,0 +1,135 @@
+"""Real project shapes through verify and export: an npm workspace tested from one package
+(``cd packages/core && npm test``), a src-layout package its tests import without an install, a uv
+project in a subdirectory run with ``uv run``. Real git repositories, real sessions, the real sandbox
+and real npm/uv builds (the uv one needs PyPI for uv itself; it skips without it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from calc_repo import calc_repo
+from conftest import query
+from session_builder import SessionBuilder, segmented
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+WORKSPACE = {
+    "package.json": json.dumps({"name": "demo", "private": True, "workspaces": ["packages/*"]}),
+    ".gitignore": "node_modules/\n",
+    "packages/util/package.json": json.dumps({"name": "@demo/util", "version": "1.0.0", "main": "index.js"}),
+    "packages/util/index.js": "exports.add = (a, b) => a - b;\nexports.mul = (a, b) => a + b;\n",
+    "packages/core/package.json": json.dumps({"name": "@demo/core", "version": "1.0.0",
+                                              "scripts": {"test": "node test.js", "test:mul": "node mul.js"},
+                                              "dependencies": {"@demo/util": "1.0.0"}}),
+    "packages/core/test.js": "const { add } = require('@demo/util');\n"
+                             "if (add(2, 3) !== 5) { console.error('add(2, 3) =', add(2, 3)); process.exit(1); }\n"
+                             "console.log('ok');\n",
+    "packages/core/mul.js": "const { mul } = require('@demo/util');\nif (mul(2, 3) !== 6) process.exit(1);\n",
+}
+FIX_UTIL = ("*** Begin Patch\n*** Update File: packages/util/index.js\n@@\n-exports.add = (a, b) => a - b;\n"
+            "+exports.add = (a, b) => a + b;\n*** End Patch\n")
+FIX_MUL = ("*** Begin Patch\n*** Update File: packages/util/index.js\n@@\n-exports.mul = (a, b) => a + b;\n"
+           "+exports.mul = (a, b) => a * b;\n*** End Patch\n")
+SRC_LAYOUT = {
+    "pyproject.toml": '[project]\nname = "shapes"\nversion = "0.1.0"\n',
+    "src/shapes/__init__.py": "def area(w, h):\n    return w + h\n",
+    "tests/test_area.py": "import unittest\n\nfrom shapes import area\n\n\nclass A(unittest.TestCase):\n"
+                          "    def test_area(self):\n        self.assertEqual(area(2, 3), 6)\n",
+}
+FIX_AREA = ("*** Begin Patch\n*** Update File: src/shapes/__init__.py\n@@\n def area(w, h):\n-    return w + h\n"
+            "+    return w * h\n*** End Patch\n")
+UNITTEST = "python3 -B -m unittest discover -s tests -q"
+
+
+def _verify(tmp_path: Path, env_mode: str, *builders: SessionBuilder) -> Path:
+    from logmine.verify import VerifyConfig, verify
+
+    store, _ = segmented(tmp_path, *builders)
+    verify(VerifyConfig(store=store, jobs=1, env_mode=env_mode))
+    return store
+
+
+def _tests(store: Path) -> list[dict]:
+    return query(store, "SELECT t.index, v.status, v.status_reason, v.env_mode, v.after_excerpt FROM verifiers v "
+                        "JOIN tasks t USING (task_id) WHERE v.kind = 'test_command' ORDER BY t.index")
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_an_npm_workspace_package_tested_from_its_directory(tmp_path, monkeypatch):
+    from logmine.export.funnel import read_funnel
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "home" / "u" / "mono"
+    commit = calc_repo(repo, WORKSPACE)
+    test = "cd packages/core && npm test"
+    add = (SessionBuilder(cwd=str(repo), commit=commit)
+           .user("core's test fails: fix add in util").run(test, 1).patch(FIX_UTIL).run(test, 0).agent("Fixed."))
+    mul = f"cd {repo}/packages/core && npm run test:mul"  # the workspace's absolute path, as agents write it
+    other = (SessionBuilder(cwd=str(repo), commit=commit)
+             .user("mul is wrong").run(mul, 1).patch(FIX_MUL).run(mul, 0).agent("Fixed."))
+    store = _verify(tmp_path, "auto", add, other)  # a fresh clone has no node_modules: host is skipped, built
+    rows = _tests(store)
+    assert [(r["status"], r["env_mode"]) for r in rows] == [("validated", "built")] * 2, rows
+    (env,) = query(store, "SELECT DISTINCT recipe_key, dirs, binds FROM environments")
+    assert env["dirs"] == ["packages/core"]
+    # installed at the workspace's root (npm hoists the packages there and links @demo/util to its source)
+    assert any(b.endswith(f"-> {repo}/node_modules") for b in env["binds"]), env["binds"]
+    builds = read_funnel(store).builds  # one environment for both tasks: built once, reused once
+    assert (builds.environments, builds.built, builds.reused) == (1, 1, 1)
+    # the bundle grades from the package's directory, with the workspace installed at its root
+    summary = export_tmax(TmaxExportConfig(store=store, out=tmp_path / "tmax"))
+    assert summary.reproduced == 2, summary
+    bundle = next((tmp_path / "tmax" / "tasks").iterdir())
+    assert "npm install --no-audit" in (bundle / "environment" / "Dockerfile").read_text()  # no lock file
+    scripts = {(b / "tests" / "test.sh").read_text() for b in (tmp_path / "tmax" / "tasks").iterdir()}
+    assert any("bash -c 'cd packages/core && npm test'" in s for s in scripts), scripts
+    assert any("bash -c 'cd $WORKSPACE/packages/core && npm run test:mul'" in s for s in scripts), scripts
+
+
+def test_a_src_layout_package_is_importable_as_an_editable_install_makes_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "home" / "u" / "shapes"
+    commit = calc_repo(repo, SRC_LAYOUT)
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("area is wrong").run(UNITTEST, 1).patch(FIX_AREA).run(UNITTEST, 0).agent("Fixed."))
+    store = _verify(tmp_path, "auto", b)
+    (row,) = _tests(store)
+    # this host's python cannot import `shapes` (never installed): the built way puts src/ on PYTHONPATH
+    assert (row["status"], row["env_mode"]) == ("validated", "built"), row
+    (env,) = query(store, "SELECT mode, notes FROM environments")
+    assert any(n.startswith("host: after the replay") for n in env["notes"]), env
+
+
+def _uv_reachable() -> bool:
+    done = subprocess.run(["python3", "-m", "pip", "download", "-q", "--no-deps", "-d", "/tmp/logmine-uv-probe",
+                           "uv"], capture_output=True, timeout=300)
+    return done.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_uv_project_in_a_subdirectory_runs_with_uv_run(tmp_path, monkeypatch):
+    if not _uv_reachable():
+        pytest.skip("PyPI is not reachable: uv cannot be installed into the environment")
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "home" / "u" / "app"
+    files = {f"backend/{k}": v for k, v in SRC_LAYOUT.items()}
+    files["backend/pyproject.toml"] = '[project]\nname = "shapes"\nversion = "0.1.0"\nrequires-python = ">=3.11"\n' \
+                                      'dependencies = []\n'
+    files["backend/uv.lock"] = ('version = 1\nrequires-python = ">=3.11"\n\n[[package]]\nname = "shapes"\n'
+                                'version = "0.1.0"\nsource = { virtual = "." }\n')
+    files["frontend/package.json"] = "{}"
+    commit = calc_repo(repo, files)
+    test = "cd backend && uv run python -B -m unittest discover -s tests -q"
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("area is wrong").run(test, 1).patch(FIX_AREA.replace("src/", "backend/src/")).run(test, 0)
+         .agent("Fixed."))
+    store = _verify(tmp_path, "built", b)
+    (row,) = _tests(store)
+    assert (row["status"], row["env_mode"]) == ("validated", "built"), row
+    (env,) = query(store, "SELECT dirs, binds FROM environments")
+    assert env["dirs"] == ["backend"] and any(b.endswith(f"-> {repo}/backend/.venv") for b in env["binds"])
