@@ -97,15 +97,18 @@ def detect(tree: Path | None, commands: Iterable[str | Ran], root: str | None = 
     venvs: set[str] = set()
     runners: set[str] = set()
     dirs: set[str] = set()
-    for item in commands:
-        line, workdir = (item, None) if isinstance(item, str) else item
-        here = _relative(workdir, root) or "."
+    lines = [((item, None) if isinstance(item, str) else item) + (None,) for item in commands]
+    while lines:
+        line, workdir, here = lines.pop(0)
+        here = here or _relative(workdir, root) or "."
         for command in simple_commands(line):
             used: set[str] = set()
             _note_command(command.argv, tools, interpreters, used, runners)
             where = _command_dir(command.argv, command.cd, here, root)
             if where is not None and (tree is None or (tree / where).is_dir()):
                 dirs.add(where)
+                if command.program == "make" and tree is not None:  # `make test`: what its recipe runs
+                    lines += [(wrapped, None, where) for wrapped in _make_recipe(tree / where, command.argv)]
             # a venv relative to where the command ran (`cd backend && .venv/bin/pytest`: backend/.venv)
             venvs |= {v if v.startswith(("/", "~")) or where in (None, ".") else os.path.normpath(f"{where}/{v}")
                       for v in used}
@@ -144,6 +147,55 @@ def _command_dir(argv: tuple[str, ...], cd: str | None, here: str, root: str | N
         else:
             where = os.path.normpath(str(PurePosixPath(where) / target))
     return None if where == ".." or where.startswith("../") else where
+
+
+_MAKE_VALUED = {"-C", "-f", "-I", "-o", "-W", "--directory", "--file", "--include-dir", "--makefile"}
+_RULE = re.compile(r"^([A-Za-z0-9_./%-][^:=#]*):(?![=:])")
+
+
+def _make_recipe(directory: Path, argv: tuple[str, ...]) -> list[str]:
+    """The recipe lines of the targets ``make`` was asked for (its first target when none) and of their
+    prerequisites, read from the Makefile of ``directory``; variables are left as written."""
+    targets, skip = [], False
+    for word in argv[1:]:
+        if skip or word in _MAKE_VALUED:
+            skip = not skip and word in _MAKE_VALUED
+            continue
+        if not word.startswith("-") and "=" not in word:
+            targets.append(word)
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        try:
+            text = (directory / name).read_text(errors="replace")[:200_000]
+            break
+        except OSError:
+            continue
+    else:
+        return []
+    rules: dict[str, tuple[list[str], list[str]]] = {}  # target -> (prerequisites, recipe lines)
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("\t") and current is not None:
+            current.append(line.strip().lstrip("@-+").strip())
+            continue
+        match = _RULE.match(line)
+        current = None
+        if match:
+            current = []
+            needs = line[match.end():].split("#", 1)[0].split(";", 1)[0].split()
+            for target in match.group(1).split():
+                rules.setdefault(target, (needs, current))
+    found: list[str] = []
+    wanted = targets or [next((t for t in rules if not t.startswith(".")), "")]
+    seen: set[str] = set()
+    while wanted and len(seen) < 20:  # the targets, then what they depend on, each once
+        target = wanted.pop(0)
+        if target in seen or target not in rules:
+            continue
+        seen.add(target)
+        needs, recipe = rules[target]
+        found += recipe
+        wanted += needs
+    return found
 
 
 def _dir_option(argv: tuple[str, ...]) -> str | None:

@@ -152,7 +152,7 @@ def _member(package: str, where: str, globs: list[str]) -> bool:
 
 def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: dict[str, str]) -> Install:
     """Install the Node workspace (or package) at ``where`` with the manager its lock file names."""
-    locks = [lock for lock in NODE_LOCKS if (tree / where / lock).is_file()]
+    locks = [lock for lock in NODE_LOCKS if (tree / where / lock).is_file() and _usable_lock(tree / where / lock)]
     manager = NODE_LOCKS[locks[0]] if locks else next((m for m in ("pnpm", "yarn") if m in versions), "npm")
     install = Install("node", where)
     globs = workspace_globs(tree, where)
@@ -182,6 +182,17 @@ def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: d
         install.steps.append(_cd(where, f"{manager} install {frozen} --ignore-scripts".replace("  ", " ")))
     install.registries.append("registry.npmjs.org")
     return install
+
+
+def _usable_lock(path: Path) -> bool:
+    """Whether ``npm ci`` can install from ``path`` (a package-lock.json an agent wrote by hand, or cut
+    short, has no ``lockfileVersion``: ``npm install`` then, as the author's next install would)."""
+    if path.name != "package-lock.json":
+        return True
+    try:
+        return isinstance(json.loads(path.read_text(errors="replace")).get("lockfileVersion"), int)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def local_packages(tree: Path, manifests: list[str]) -> list[str]:

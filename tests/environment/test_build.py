@@ -35,7 +35,7 @@ def test_recipe_from_pyproject_and_node(tmp_path):
     node = tmp_path / "web"
     node.mkdir()
     (node / "package.json").write_text("{}")
-    (node / "package-lock.json").write_text("{}")
+    (node / "package-lock.json").write_text('{"lockfileVersion": 3}')
     recipe = recipe_for(detect(node, ["npm test"]), node)
     assert recipe.base_image == NODE_IMAGE
     assert recipe.steps[-1] == "npm ci --no-audit --no-fund" and "delete p.scripts" in recipe.steps[0]

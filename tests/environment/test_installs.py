@@ -60,12 +60,14 @@ def test_a_pnpm_workspace_installs_at_its_root_with_the_pinned_pnpm(tmp_path):
 
 
 def test_npm_and_yarn_workspaces_install_at_the_root_from_a_package(tmp_path):
-    _write(tmp_path, {"package.json": json.dumps({"workspaces": ["packages/*"]}), "package-lock.json": "{}",
-                      "packages/core/package.json": "{}"})
+    _write(tmp_path, {"package.json": json.dumps({"workspaces": ["packages/*"]}),
+                      "package-lock.json": '{"lockfileVersion": 3}', "packages/core/package.json": "{}"})
     recipe = _recipe(tmp_path, "npm test", workdir=f"{ROOT}/packages/core")
     assert recipe.steps[-1] == "npm ci --no-audit --no-fund"
     assert recipe.steps[0].endswith("package.json packages/core/package.json")  # copies without their scripts
     assert set(recipe.outputs) == {"node_modules", "packages/core/node_modules"} and not recipe.tools
+    (tmp_path / "package-lock.json").write_text("{}")  # written by hand, or cut short: npm ci refuses it
+    assert _recipe(tmp_path, "npm test").steps[-1] == "npm install --no-audit --no-fund"
     yarn = tmp_path / "yarn"
     _write(yarn, {"package.json": json.dumps({"workspaces": {"packages": ["libs/*"]}}), "yarn.lock": "",
                   "libs/a/package.json": "{}"})
@@ -184,3 +186,15 @@ def test_an_npm_workspace_builds_offline_and_its_links_resolve_in_the_sandbox(tm
     with open_sandbox(tree, mount_at=ROOT, binds=host.binds, env=host.env) as box:
         result = box.run("cd packages/app && node test.js && echo ok", cwd=ROOT)
     assert result.exit_code == 0 and "ok" in result.output, result.output
+
+
+def test_a_makefile_target_is_read_for_what_it_runs(tmp_path):
+    _write(tmp_path, {"Makefile": ".PHONY: test\nall: test\n\ntest: lint  # the suite\n"
+                                  "\t@cd api && python -m pytest -q\nlint:\n\t-npx eslint .\n",
+                      "api/requirements.txt": "iniconfig\n", "package.json": "{}"})
+    env = detect(tmp_path, [("make test", ROOT)], ROOT)
+    assert {"pytest", "npx"} <= set(env.tools) and env.dirs == (".", "api")
+    recipe = recipe_for(env, tmp_path)
+    assert "python3 -m venv api/.venv" in recipe.steps and "node_modules" in recipe.outputs
+    assert detect(tmp_path, ["make"]).tools == detect(tmp_path, ["make test"]).tools  # `all` depends on test
+    assert detect(tmp_path / "api", ["make test"]).tools == ("make",)  # no Makefile there
