@@ -158,21 +158,35 @@ def _targets(store: Path) -> dict:
     return row
 
 
+def _environment(r: dict) -> dict:
+    """Tasks with their environment provided, and the built environments' reuse, from the funnel."""
+    funnel = r.get("funnel") or {}
+    steps = {s["step"]: s["count"] for s in funnel.get("steps", [])}
+    builds = funnel.get("environment_builds") or {}
+    return {"env": steps.get("environment", 0), "built": builds.get("built", 0), "reused": builds.get("reused", 0),
+            "build_s": builds.get("build_s", 0.0)}
+
+
 def _report(results: list[dict]) -> None:
-    head = f"{'project':38} {'sess':>4} {'tasks':>5} {'w/cand':>6} {'rebuilt':>7} {'f2p':>4} {'f2p ok':>6} " \
-           f"{'valid':>5} {'dirty':>5} {'bundles':>7}"
+    head = f"{'project':38} {'sess':>4} {'tasks':>5} {'w/cand':>6} {'rebuilt':>7} {'env':>4} {'f2p':>4} {'f2p ok':>6} " \
+           f"{'valid':>5} {'dirty':>5} {'bundles':>7} {'builds':>6} {'reused':>6}"
     print("\n" + head)
-    total: dict[str, int] = {}
+    total: dict[str, float] = {}
     for r in results:
+        r.update(_environment(r))
         print(f"{r['project'][:38]:38} {r['sessions']:>4} {r['tasks']:>5} {r['with_candidates']:>6} {r['rebuilt']:>7} "
-              f"{r['fail_to_pass']:>4} {r['fail_to_pass_validated']:>6} {r['validated']:>5} {r['dirty_start']:>5} "
-              f"{r['bundles_reproduced'] if r['bundles_reproduced'] is not None else '-':>7}")
-        for key in ("sessions", "tasks", "with_candidates", "rebuilt", "fail_to_pass", "fail_to_pass_validated",
-                    "validated", "dirty_start", "validated_dirty"):
+              f"{r['env']:>4} {r['fail_to_pass']:>4} {r['fail_to_pass_validated']:>6} {r['validated']:>5} "
+              f"{r['dirty_start']:>5} {r['bundles_reproduced'] if r['bundles_reproduced'] is not None else '-':>7} "
+              f"{r['built']:>6} {r['reused']:>6}")
+        for key in ("sessions", "tasks", "with_candidates", "rebuilt", "env", "fail_to_pass", "fail_to_pass_validated",
+                    "validated", "dirty_start", "validated_dirty", "built", "reused", "build_s"):
             total[key] = total.get(key, 0) + r[key]
     print(f"{'TOTAL':38} {total['sessions']:>4} {total['tasks']:>5} {total['with_candidates']:>6} {total['rebuilt']:>7} "
-          f"{total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} {total['dirty_start']:>5}")
-    share = lambda a, b: f"{a}/{b} = {a / b:.0%}" if b else f"{a}/0"
+          f"{total['env']:>4} {total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} "
+          f"{total['dirty_start']:>5} {'':>7} {total['built']:>6} {total['reused']:>6}")
+    share = lambda a, b: f"{a}/{b} = {a / b:.0%}" if b else f"{a}/0"  # noqa: E731
+    print(f"environment provided: {share(total['env'], total['rebuilt'])} of rebuilt tasks; built environments: "
+          f"{total['built']} build(s) in {total['build_s']:.0f} s, reused {share(total['reused'], total['built'] + total['reused'])}")
     clean = total["with_candidates"] - total["dirty_start"]
     print(f"rebuilt (target >= 90%): {share(total['rebuilt'], total['with_candidates'])} of tasks with candidates, "
           f"{share(total['rebuilt'], clean)} of those not known to start from a dirty tree; "

@@ -128,6 +128,8 @@ def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user
         if plan.bind(host, f"{mount_at.rstrip('/')}/{rel}") and (host / "pyvenv.cfg").is_file():
             bind_base_interpreter(plan, host)
             venv_bins.append(f"{mount_at.rstrip('/')}/{rel}/bin")
+        if host.name == "node_modules":
+            _bind_linked_store(plan, host, repo)
     for tool in env.tools:
         bind_tool(plan, tool, user_path)
     for interpreter in env.interpreters:
@@ -137,6 +139,31 @@ def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user
     # a venv the session never activated still wins for bare `pytest`/`python`, as an activated shell did
     path = venv_bins + path + [p for p in DEFAULT_PATH.split(":") if p not in path]
     return plan.result(":".join(dict.fromkeys(path)))
+
+
+def _bind_linked_store(plan: BindPlan, node_modules: Path, repo: Path) -> None:
+    """Packages a node_modules links to outside the repository (pnpm's global virtual store, a
+    ``yarn link``): the toolchain root holding them is bound (``~/.local/share/pnpm``), never the home
+    directory; a link elsewhere under it is noted, not followed."""
+    entries = []
+    try:
+        for entry in node_modules.iterdir():
+            entries += list(entry.iterdir()) if entry.name.startswith("@") and entry.is_dir() else [entry]
+    except OSError:
+        return
+    for entry in entries[:5000]:
+        if not entry.is_symlink():
+            continue
+        target = Path(os.path.realpath(entry))
+        if target == repo.resolve() or repo.resolve() in target.parents:
+            continue  # a workspace package: inside the mounted tree
+        root = next((plan.home / r for r in TOOLCHAIN_ROOTS if plan.home / r in target.parents), None)
+        if root is None:
+            note = f"not bound: {entry.relative_to(repo)} links outside the repository to {target}"
+            if note not in plan.notes:
+                plan.notes.append(note)
+            continue
+        plan.bind(root, str(root))
 
 
 def bind_base_interpreter(plan: BindPlan, venv: Path) -> None:

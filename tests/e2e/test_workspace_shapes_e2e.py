@@ -31,7 +31,8 @@ import codex_driver as drv  # noqa: E402
 from conftest import query  # noqa: E402
 from env_scenarios import Unavailable, codex_bin  # noqa: E402
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed")]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow(1),  # minutes: a CLI run, two verifies, an export
+              pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap not installed")]
 
 NAME = "workspace_shapes"
 CORE_TEST = "cd packages/core && npm test"

@@ -129,3 +129,25 @@ def test_a_monorepos_nested_dependencies_are_bound_where_they_live(tmp_path):
     assert binds[str(repo / "web" / "node_modules")] == "/w/web/node_modules"
     assert binds[str(repo / "node_modules")] == "/w/node_modules"
     assert not any(str(tmp_path.parent) == src for src in binds)  # nothing above the repository
+
+
+def test_a_global_pnpm_store_linked_from_node_modules_is_bound_not_the_home(tmp_path):
+    home = tmp_path / "home"
+    store = home / ".local" / "share" / "pnpm" / "store" / "links" / "vitest" / "node_modules" / "vitest"
+    store.mkdir(parents=True)
+    (store / "package.json").write_text("{}\n")
+    stray = home / "src" / "mylib"
+    stray.mkdir(parents=True)
+    (stray / "index.js").write_text("\n")
+    repo = tmp_path / "proj"
+    (repo / "node_modules" / "@me").mkdir(parents=True)
+    _git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("node_modules/\n")
+    (repo / "node_modules" / "vitest").symlink_to(store)
+    (repo / "node_modules" / "@me" / "mylib").symlink_to(stray)  # a `yarn link` to a folder in the home
+    (repo / "node_modules" / ".modules.yaml").write_text("layoutVersion: 5\n")
+    host = host_environment(Environment(tools=()), repo, "/w", user_path="/usr/bin", home=home)
+    binds = dict(host.binds)
+    assert binds[str(home / ".local" / "share" / "pnpm")] == str(home / ".local" / "share" / "pnpm")
+    assert str(home) not in binds and str(stray) not in binds
+    assert any("node_modules/@me/mylib links outside the repository" in n for n in host.notes), host.notes

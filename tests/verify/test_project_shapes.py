@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -105,16 +104,18 @@ def test_a_src_layout_package_is_importable_as_an_editable_install_makes_it(tmp_
     assert any(n.startswith("host: after the replay") for n in env["notes"]), env
 
 
-def _uv_reachable() -> bool:
-    done = subprocess.run(["python3", "-m", "pip", "download", "-q", "--no-deps", "-d", "/tmp/logmine-uv-probe",
-                           "uv"], capture_output=True, timeout=300)
-    return done.returncode == 0
+def _pypi_unreachable() -> str | None:
+    from logmine.environment.build import registries_unreachable
+    from logmine.environment.recipe import Recipe
+
+    return registries_unreachable(Recipe("python:3.11-slim", (), (), (), "probe", registries=("pypi.org",)))
 
 
 @pytest.mark.slow
 def test_a_uv_project_in_a_subdirectory_runs_with_uv_run(tmp_path, monkeypatch):
-    if not _uv_reachable():
-        pytest.skip("PyPI is not reachable: uv cannot be installed into the environment")
+    why = _pypi_unreachable()
+    if why:
+        pytest.skip(f"uv cannot be installed into the environment: {why}")
     monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "home" / "u" / "app"
     files = {f"backend/{k}": v for k, v in SRC_LAYOUT.items()}
