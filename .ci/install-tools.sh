@@ -40,4 +40,19 @@ if [ ! -x "$HERE/harbor-venv/bin/harbor" ]; then
     echo "install-tools: no Python >= 3.12 for harbor: the harbor lint test will skip" >&2
   fi
 fi
+# A pnpm workspace with vitest, installed once from the npm registry so that tests build it offline:
+# its lock file (.ci/pnpm-vitest), pnpm's store (.ci/pnpm-store) and the pinned pnpm (.ci/npm-cache).
+PNPM_FIXTURE="$ROOT/tests/fixtures/pnpm-vitest"
+if command -v npm >/dev/null && [ ! -f "$HERE/pnpm-vitest/.complete" ]; then
+  PNPM_PIN=$(sed -n 's/.*"packageManager": *"pnpm@\([^"]*\)".*/\1/p' "$PNPM_FIXTURE/package.json")
+  (set -e
+   rm -rf "$HERE/pnpm-vitest" "$HERE/pnpm-tools"
+   cp -r "$PNPM_FIXTURE" "$HERE/pnpm-vitest"
+   npm install -g --prefix "$HERE/pnpm-tools" --cache "$HERE/npm-cache" --no-audit --no-fund "pnpm@$PNPM_PIN"
+   cd "$HERE/pnpm-vitest"
+   "$HERE/pnpm-tools/bin/pnpm" install --store-dir "$HERE/pnpm-store" --ignore-scripts
+   rm -rf node_modules packages/*/node_modules
+   touch .complete) >/tmp/logmine-pnpm.log 2>&1 \
+    || echo "install-tools: the pnpm workspace fixture was not installed (see /tmp/logmine-pnpm.log)" >&2
+fi
 exit 0

@@ -13,6 +13,8 @@ What it understands (enough for the commands agents send; an unparsable line giv
 * ``source FILE`` / ``. FILE`` are commands of their own (``source .venv/bin/activate`` matters);
 * subshells and groups ``( … )`` / ``{ …; }`` are flattened; ``time``, ``exec``, ``command``,
   ``nohup``, ``timeout N`` and ``xargs`` prefixes are skipped to the command they run.
+* ``run_target``: the program a runner starts (``uv run pytest`` → ``pytest``), and JavaScript package
+  managers' options and exec commands (``pnpm --filter web exec vitest run`` → ``vitest run``).
 
 Not handled: command substitution (``$(…)`` stays one word), redirections beyond dropping the
 operator and its target, here-documents (their bodies are not commands), functions, control flow
@@ -44,6 +46,18 @@ _RUNNERS: dict[tuple[str, ...], frozenset[str]] = {
     ("conda", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
     ("micromamba", "run"): frozenset({"-n", "--name", "-p", "--prefix"}),
 }
+# JavaScript package managers: options before the command that take a value, the commands that run a
+# package's program (`pnpm --filter web exec vitest run` starts vitest), and their own commands (any
+# other word is a script or a package's program they run: `pnpm vitest run`, `yarn jest`)
+_JS_VALUED = frozenset({"--filter", "-F", "--filter-prod", "-C", "--dir", "--prefix", "-w", "--workspace", "--cwd",
+                        "--reporter", "--loglevel", "--package", "-p", "-c", "--call"})
+_JS_RUNNERS = {"npx": (), "pnpx": (), "bunx": (), "npm": ("exec", "x"), "pnpm": ("exec", "dlx"),
+               "yarn": ("exec", "dlx"), "bun": ("x",)}
+_JS_OWN = frozenset({"install", "i", "ci", "add", "remove", "rm", "uninstall", "update", "up", "upgrade", "run",
+                     "run-script", "test", "t", "start", "create", "init", "publish", "pack", "list", "ls", "why",
+                     "outdated", "audit", "store", "config", "link", "unlink", "prune", "rebuild", "import", "fetch",
+                     "patch", "licenses", "env", "setup", "info", "view", "version", "cache", "dedupe", "help",
+                     "build", "set", "plugin", "node", "npm", "workspaces", "bin", "root", "deploy", "recursive"})
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
 
 
@@ -179,6 +193,8 @@ def run_target(argv: tuple[str, ...]) -> tuple[str, ...]:
     """The words of the program a runner starts (``uv run --with pytest pytest -q`` → ``pytest -q``);
     ``argv`` itself for any other command (and for a runner with nothing to run)."""
     name = argv[0].rsplit("/", 1)[-1]
+    if name in _JS_RUNNERS:
+        return _js_target(name, argv)
     for words, valued in _RUNNERS.items():
         if (name, *argv[1:len(words)]) != words:
             continue
@@ -191,3 +207,34 @@ def run_target(argv: tuple[str, ...]) -> tuple[str, ...]:
                 rest.pop(0)
         return run_target(tuple(rest)) if rest else argv
     return argv
+
+
+def _js_target(name: str, argv: tuple[str, ...]) -> tuple[str, ...]:
+    """``pnpm --filter web exec vitest run`` → ``vitest run``; ``npm -w web test`` → ``npm test``;
+    ``yarn workspace web test`` → ``yarn test``; ``pnpm vitest run`` → ``vitest run``; ``npx -y jest``
+    → ``jest``: the package manager's own options dropped, the program it starts put in its place."""
+    rest = _js_options(argv[1:])
+    if name == "yarn" and rest[:1] == ["workspace"] and len(rest) > 2:
+        rest = _js_options(rest[2:])  # yarn workspace NAME COMMAND
+    if not rest:
+        return argv
+    if not _JS_RUNNERS[name]:  # npx, pnpx, bunx: what follows is the program
+        return run_target(tuple(rest))
+    if rest[0] in _JS_RUNNERS[name]:
+        started = _js_options(rest[1:])
+        return run_target(tuple(started)) if started else argv
+    if name != "npm" and rest[0] not in _JS_OWN:
+        return run_target(tuple(rest))
+    return (argv[0], *rest)
+
+
+def _js_options(words) -> list[str]:
+    """``words`` from the first that is not an option of the package manager (after ``--``, if any)."""
+    rest = list(words)
+    while rest and rest[0].startswith("-"):
+        option = rest.pop(0)
+        if option == "--":
+            break
+        if option in _JS_VALUED and rest:
+            rest.pop(0)
+    return rest

@@ -33,6 +33,7 @@ from pathlib import Path
 from logmine.environment.host import DEFAULT_PATH, BindPlan, HostEnvironment, bind_base_interpreter, bind_tool
 from logmine.environment.recipe import Recipe
 from logmine.errors import LogmineError
+from logmine.sandbox.hostview import SCRATCH_NAMES
 
 BUILD_TIMEOUT_S = 900.0
 _LOG_TAIL = 600
@@ -100,8 +101,19 @@ def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeo
         except EnvironmentUnavailable as exc:
             _FAILED[str(root)] = str(exc)
             raise
+        _scratch_mountpoints(work)
         done.write_text(recipe.base_image + "\n")
     return Built(str(work), False, time.monotonic() - started)
+
+
+def _scratch_mountpoints(tree: Path) -> None:
+    """An empty ``.vite``/``.cache`` in each installed ``node_modules``: where the sandbox mounts a
+    writable tmpfs over the read-only bind, for the caches test runners write (vitest)."""
+    for top, dirs, _ in os.walk(tree):
+        if "node_modules" in dirs:
+            for name in SCRATCH_NAMES:
+                os.makedirs(os.path.join(top, "node_modules", name), exist_ok=True)
+        dirs[:] = [d for d in dirs if d != "node_modules" and not d.startswith(".")]
 
 
 def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvironment:

@@ -51,7 +51,9 @@ def open_sandbox(
     """Copy ``source`` (left untouched) and open a sandbox whose workspace is the copy at ``mount_at``.
 
     ``binds`` are ``(host path, path inside)`` pairs mounted read-only after the workspace (so a
-    dependency directory can appear inside it), a host path that does not exist being skipped;
+    dependency directory can appear inside it), a host path that does not exist being skipped; a
+    bound ``node_modules`` gets a private writable tmpfs over its ``.vite``/``.cache`` where they
+    exist (test runners write their caches there);
     ``env`` adds variables to every command (a ``PATH`` there keeps the sandbox's tool directory
     first). :mod:`logmine.environment` computes both for a task's software environment.
 

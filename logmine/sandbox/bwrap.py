@@ -10,7 +10,7 @@ What a command sees (nothing else of the host; see hostview.py for the read-only
 * new IPC, UTS, cgroup and network namespaces (only a loopback of its own) unless ``network``.
 
 Privileges and limits: when logmine runs as root, ``setpriv`` first drops to a per-sandbox
-unprivileged uid (identity.py); then bash's start-up script (inside.py) lowers address space, CPU,
+unprivileged uid (identity.py); then bash's start-up script (inside.py) lowers data memory, CPU,
 processes, file size and core limits before the command runs. The wall clock is enforced from the
 host: SIGKILL to the sandbox's PID 1 (its pid comes from ``--json-status-fd``) takes the whole
 namespace down before the outer bwrap can be reaped. ``--die-with-parent`` ends a sandbox whose
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .hostview import SYSTEM_DIRS, host_view, python_roots, under, under_any
+from .hostview import SYSTEM_DIRS, host_view, python_roots, scratch_dirs, under, under_any
 from .identity import Identity, drop_argv
 from .inside import (
     PATCH_MOUNT,
@@ -141,6 +141,8 @@ def bwrap_argv(layout: Layout, identity: Identity, *, network: bool, cwd: str, s
     plan.add("--bind", str(layout.workspace), layout.mount_at)
     for source, dest in layout.binds:
         plan.add("--ro-bind", source, dest)
+    for dest in scratch_dirs(layout.binds):
+        plan.add("--tmpfs", dest, before=("--size", str(tmp_mb * MIB), "--perms", "1777"), empty=True)
     return [*argv, *plan.argv, "--chdir", cwd, "--"]
 
 

@@ -23,7 +23,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from .hostview import under
+from .hostview import scratch_dirs, under
 from .identity import Identity
 from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env, with_tool_path
 from .isolated import IsolatedSandbox
@@ -175,6 +175,7 @@ def create_argv(engine: str, name: str, image: str, *, workspace: Path, tool: Pa
         "--volume", f"{tool}:{TOOL_ROOT}:ro",
         "--volume", f"{patch_src}:{PATCH_MOUNT}:ro",
         *[arg for source, dest in binds for arg in ("--volume", f"{source}:{dest}:ro")],
+        *[arg for dest in scratch_dirs(binds) for arg in ("--tmpfs", f"{dest}:rw,exec,size={limits.tmp_mb}m,mode=1777")],
         "--workdir", mount_at,
         "--entrypoint", "sh", image, "-c", KEEP_ALIVE,
     ]

@@ -111,3 +111,16 @@ def _copy_public(source: Path, dest: Path) -> None:
 def _remove_from(pid: int, path: Path) -> None:
     if os.getpid() == pid:  # not when a forked child exits
         shutil.rmtree(path, ignore_errors=True)
+
+
+# Caches test runners write under a dependency directory (vite/vitest: node_modules/.vite; babel, jest,
+# eslint and others: node_modules/.cache). A read-only bind of the directory gets a private, empty,
+# writable tmpfs at each of them that exists in its source: the run writes there, the source stays
+# as it was.
+SCRATCH_NAMES = (".vite", ".cache")
+
+
+def scratch_dirs(binds: Iterable[tuple[str, str]]) -> list[str]:
+    """Where inside the sandbox a writable tmpfs goes over a read-only bind (see ``SCRATCH_NAMES``)."""
+    return [f"{dest.rstrip('/')}/{name}" for source, dest in binds if os.path.basename(dest) == "node_modules"
+            for name in SCRATCH_NAMES if os.path.isdir(os.path.join(source, name))]

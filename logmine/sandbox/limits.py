@@ -11,8 +11,8 @@ MIB = 1 << 20
 class Limits:
     """Limits of one command (each ``run``, each command of a shell).
 
-    ``cpu_s``, ``memory_mb`` (address space), ``file_mb`` (largest file written) are per process
-    (setrlimit); ``processes`` counts every process of the sandbox's user; ``wall_s`` ends the whole
+    ``cpu_s``, ``memory_mb`` (data: the writable private memory a process maps, RLIMIT_DATA),
+    ``file_mb`` (largest file written) are per process (setrlimit); ``processes`` counts every process of the sandbox's user; ``wall_s`` ends the whole
     sandbox (its PID namespace) when exceeded. ``output_bytes`` caps the captured output: the first
     and last halves are kept. ``tmp_mb`` sizes the private ``/tmp`` (a tmpfs: host memory).
     ``disk_mb`` is the quota of the whole writable workspace copy (a tmpfs when logmine runs as root;
@@ -39,7 +39,11 @@ def startup_script(limits: Limits) -> str:
 
     The limits are lowered by the sandbox user itself (lowering needs no privilege); where the host
     already caps a limit lower, that lower cap stays. If a limit cannot be set, the command does not
-    run (exit 125, no start token: an infrastructure error). ``-v`` and ``-f`` are in KiB.
+    run (exit 125, no start token: an infrastructure error). ``-d`` and ``-f`` are in KiB.
+
+    Memory is RLIMIT_DATA, not the address space (RLIMIT_AS): Node's WebAssembly, Go and the JVM
+    reserve gigabytes of address space they never touch, and under an address-space cap vitest (its
+    parser is WebAssembly) fails with "Cannot allocate Wasm memory" before a test runs.
     """
     kib = MIB // 1024
     return f"""unset BASH_ENV
@@ -48,7 +52,7 @@ __logmine_limit() {{
     local hard; hard=$(ulimit -H "$1")
     [ "$hard" != unlimited ] && [ "$hard" -le "$2" ] && ulimit -S "$1" "$hard"
 }}
-__logmine_limit -v {limits.memory_mb * kib} && __logmine_limit -u {limits.processes} \
+__logmine_limit -d {limits.memory_mb * kib} && __logmine_limit -u {limits.processes} \
     && __logmine_limit -f {limits.file_mb * kib} && __logmine_limit -c 0 \
     && __logmine_limit -t {limits.cpu_s + 1} && ulimit -S -t {limits.cpu_s} \
     || {{ echo "logmine sandbox: could not set the limits" >&2; exit 125; }}

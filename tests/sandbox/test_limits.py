@@ -12,7 +12,7 @@ from logmine.sandbox import CommandResult, Limits
 from logmine.sandbox.identity import Identity, drop_argv
 from logmine.sandbox.limits import startup_script
 
-SHOW = ("ulimit -S -t; ulimit -H -t; ulimit -u; ulimit -v; ulimit -f; ulimit -c; "
+SHOW = ("ulimit -S -t; ulimit -H -t; ulimit -u; ulimit -d; ulimit -f; ulimit -c; "
         "echo ${BASH_ENV-unset} ${LOGMINE_START-unset}")
 
 

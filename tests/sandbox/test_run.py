@@ -102,8 +102,8 @@ def test_commands_see_the_workspace_as_their_own_user(make_box):
 
 def test_limits_apply_per_command(make_box):
     box = make_box(limits=Limits(cpu_s=5, processes=64, file_mb=2, memory_mb=512))
-    result = box.run("ulimit -t; ulimit -u; ulimit -f; ulimit -v")
-    assert result.output.split() == ["5", "64", str(2 * 1024), str(512 * 1024)]  # -f and -v in KiB
+    result = box.run("ulimit -t; ulimit -u; ulimit -f; ulimit -d")
+    assert result.output.split() == ["5", "64", str(2 * 1024), str(512 * 1024)]  # -f and -d in KiB
 
 
 def test_the_copy_keeps_symlinks_and_skips_special_files(bwrap_ready, tmp_path):

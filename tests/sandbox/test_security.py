@@ -11,6 +11,7 @@ import hashlib
 import resource
 import secrets
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,8 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 import logmine.patch
 from logmine.sandbox import Limits
@@ -138,6 +141,14 @@ def test_a_memory_hog_is_stopped(make_box):
     result = box.run("python3 -c 'b = bytearray(1 << 30); print(\"ALLOCATED\")'")
     assert result.exit_code == 1 and "MemoryError" in result.output, result
     assert "ALLOCATED" not in result.output
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_runtimes_that_reserve_address_space_run_under_the_memory_limit(make_box):
+    # V8 reserves gigabytes of address space for a WebAssembly memory (vitest's parser is one)
+    box = make_box(limits=Limits(memory_mb=1024))
+    result = box.run("node -e 'new WebAssembly.Memory({initial: 1}); console.log(\"wasm ok\")'")
+    assert result.exit_code == 0 and "wasm ok" in result.output, result
 
 
 def test_file_size_is_limited(make_box):

@@ -67,6 +67,10 @@ extra_test_commands = ['\bbazel\s+test\b']
     "bash -lc 'source .venv/bin/activate && python -m pytest tests'", "cd web && npm test -- --watch=false",
     "/home/u/.pyenv/versions/3.12.1/bin/python -m pytest", "timeout 60 pytest -x", "env CI=1 npm run test",
     "which pytest && pytest -q", "python -m pytest -q 2>&1 | tail -n 20",
+    # JavaScript workspaces: filters, workspace options and the package's own programs
+    "pnpm --filter @scope/web exec vitest run src/a.test.ts", "pnpm -F web test", "pnpm -r test",
+    "pnpm vitest run", "npm -w packages/web test", "npm --workspace=web run test", "yarn workspace web test",
+    "npx -y vitest run a.test.ts", "npm exec -- jest", "pnpm -C apps/api exec jest --ci", "bunx vitest",
 ])
 def test_test_runs_behind_runners_and_venvs(command):
     assert CLASSIFIER.is_test(command)
@@ -76,7 +80,8 @@ def test_test_runs_behind_runners_and_venvs(command):
     'gh pr create --title fix --body "Ran uv run --with pytest pytest: all green"',
     "git commit -m 'make pytest pass'", "echo 'npm test'", "uv add --dev pytest", "uv pip install pytest",
     "poetry add pytest", "grep -rn pytest pyproject.toml", "uv run --with pytest pytest --version",
-    "bash -lc 'echo \"run pytest later\"'",
+    "bash -lc 'echo \"run pytest later\"'", "pnpm add -D vitest", "npm install --save-dev jest",
+    "pnpm --filter web add vitest", "yarn workspace web add jest",
 ])
 def test_quoted_or_installed_test_runners_are_not_test_runs(command):
     assert not CLASSIFIER.is_test(command)

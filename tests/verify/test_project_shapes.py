@@ -1,12 +1,16 @@
 """Real project shapes through verify and export: an npm workspace tested from one package
-(``cd packages/core && npm test``), a src-layout package its tests import without an install, a uv
+(``cd packages/core && npm test``), a pnpm workspace whose package runs vitest (``pnpm --filter …
+exec vitest``, ``npx vitest``), a src-layout package its tests import without an install, a uv
 project in a subdirectory run with ``uv run``. Real git repositories, real sessions, the real sandbox
-and real npm/uv builds (the uv one needs PyPI for uv itself; it skips without it)."""
+and real npm/pnpm/uv builds. The pnpm one builds offline from what ``.ci/install-tools.sh`` fetched
+(it skips without it); the uv one needs PyPI for uv itself (it skips without it)."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -42,6 +46,20 @@ SRC_LAYOUT = {
 FIX_AREA = ("*** Begin Patch\n*** Update File: src/shapes/__init__.py\n@@\n def area(w, h):\n-    return w + h\n"
             "+    return w * h\n*** End Patch\n")
 UNITTEST = "python3 -B -m unittest discover -s tests -q"
+CI = Path(__file__).resolve().parents[2] / ".ci"
+PNPM_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pnpm-vitest"
+VITEST = {
+    ".gitignore": "node_modules/\n",
+    "packages/web/src/math.js": "export const sum = (a, b) => a - b;\nexport const mul = (a, b) => a + b;\n",
+    "packages/web/test/sum.test.js": "import { expect, test } from 'vitest';\nimport { sum } from '../src/math.js';\n\n"
+                                     "test('sum', () => expect(sum(2, 3)).toBe(5));\n",
+    "packages/web/test/mul.test.js": "import { expect, test } from 'vitest';\nimport { mul } from '../src/math.js';\n\n"
+                                     "test('mul', () => expect(mul(2, 3)).toBe(6));\n",
+}
+FIX_SUM = ("*** Begin Patch\n*** Update File: packages/web/src/math.js\n@@\n-export const sum = (a, b) => a - b;\n"
+           "+export const sum = (a, b) => a + b;\n*** End Patch\n")
+FIX_PRODUCT = ("*** Begin Patch\n*** Update File: packages/web/src/math.js\n@@\n-export const mul = (a, b) => a + b;\n"
+               "+export const mul = (a, b) => a * b;\n*** End Patch\n")
 
 
 def _verify(tmp_path: Path, env_mode: str, *builders: SessionBuilder) -> Path:
@@ -134,3 +152,64 @@ def test_a_uv_project_in_a_subdirectory_runs_with_uv_run(tmp_path, monkeypatch):
     assert (row["status"], row["env_mode"]) == ("validated", "built"), row
     (env,) = query(store, "SELECT dirs, binds FROM environments")
     assert env["dirs"] == ["backend"] and any(b.endswith(f"-> {repo}/backend/.venv") for b in env["binds"])
+
+
+def _pnpm_offline(tmp_path: Path, monkeypatch) -> dict[str, str]:
+    """The pnpm workspace fixture's files with its lock file, and npm/pnpm pointed at copies of the
+    cache and store ``.ci/install-tools.sh`` filled (offline: nothing is downloaded)."""
+    if not (CI / "pnpm-vitest" / ".complete").exists():
+        pytest.skip("the pnpm workspace fixture is not installed (run .ci/install-tools.sh)")
+    for part in ("npm-cache", "pnpm-store"):
+        shutil.copytree(CI / part, tmp_path / part, symlinks=True)
+    monkeypatch.setenv("npm_config_cache", str(tmp_path / "npm-cache"))
+    monkeypatch.setenv("npm_config_store_dir", str(tmp_path / "pnpm-store"))
+    monkeypatch.setenv("npm_config_offline", "true")
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    files = {str(f.relative_to(PNPM_FIXTURE)): f.read_text() for f in PNPM_FIXTURE.rglob("*") if f.is_file()}
+    return {**files, "pnpm-lock.yaml": (CI / "pnpm-vitest" / "pnpm-lock.yaml").read_text(), **VITEST}
+
+
+def _vitest_sessions(repo: Path, commit: str) -> tuple[SessionBuilder, SessionBuilder]:
+    sums = "pnpm --filter @demo/web exec vitest run test/sum.test.js"  # the workspace filter, from the root
+    muls = f"cd {repo}/packages/web && npx vitest run test/mul.test.js"  # one file, from the package
+    return ((SessionBuilder(cwd=str(repo), commit=commit)
+             .user("web's tests fail: fix sum").run(sums, 1).patch(FIX_SUM).run(sums, 0).agent("Fixed.")),
+            (SessionBuilder(cwd=str(repo), commit=commit)
+             .user("mul is wrong").run(muls, 1).patch(FIX_PRODUCT).run(muls, 0).agent("Fixed.")))
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_a_pnpm_workspace_runs_vitest_in_one_package_built_from_its_lock(tmp_path, monkeypatch):
+    from logmine.export.funnel import read_funnel
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+    repo = tmp_path / "home" / "u" / "mono"
+    store = _verify(tmp_path, "auto", *_vitest_sessions(repo, calc_repo(repo, _pnpm_offline(tmp_path, monkeypatch))))
+    rows = _tests(store)  # a fresh clone has no node_modules (and this host no pnpm): built
+    assert [(r["status"], r["env_mode"]) for r in rows] == [("validated", "built")] * 2, rows
+    builds = read_funnel(store).builds  # one lock file: one build for both tasks
+    assert (builds.environments, builds.built, builds.reused) == (1, 1, 1)
+    summary = export_tmax(TmaxExportConfig(store=store, out=tmp_path / "tmax"))
+    assert summary.reproduced == 2, summary
+    bundle = next((tmp_path / "tmax" / "tasks").iterdir())
+    dockerfile = (bundle / "environment" / "Dockerfile").read_text()
+    assert "pnpm@9.15.9" in dockerfile and "install --frozen-lockfile" in dockerfile, dockerfile
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_a_pnpm_workspace_in_host_mode_uses_the_authors_install(tmp_path, monkeypatch):
+    files = _pnpm_offline(tmp_path, monkeypatch)
+    repo = tmp_path / "home" / "u" / "mono"
+    sessions = _vitest_sessions(repo, calc_repo(repo, files))
+    monkeypatch.setenv("PATH", f"{CI / 'pnpm-tools' / 'bin'}:{os.environ['PATH']}")  # the author's pnpm
+    subprocess.run(["pnpm", "install", "--frozen-lockfile", "--ignore-scripts"], cwd=repo, check=True,
+                   capture_output=True, timeout=300)
+    # the author's runs left vitest's cache (packages/web/node_modules/.vite): the sandbox makes it a
+    # private writable tmpfs over the read-only node_modules
+    subprocess.run(["pnpm", "vitest", "run"], cwd=repo / "packages" / "web", capture_output=True, timeout=300)
+    assert (repo / "packages" / "web" / "node_modules" / ".vite").is_dir()
+    store = _verify(tmp_path, "host", *sessions)
+    rows = _tests(store)
+    assert [(r["status"], r["env_mode"]) for r in rows] == [("validated", "host")] * 2, rows
+    for env in query(store, "SELECT binds FROM environments"):  # the workspace's root node_modules, live
+        assert any(b.endswith(f"-> {repo}/node_modules") for b in env["binds"]), env["binds"]
