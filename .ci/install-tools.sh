@@ -7,6 +7,8 @@
 #   (../shared/tools/container-engine/setup.sh: Debian, root, about 3 minutes the first time)
 # - Harbor (`harbor lint` of exported bundles): needs Python >= 3.12, installed in its own venv at
 #   .ci/harbor-venv; tests find it through LOGMINE_HARBOR=.ci/harbor-venv/bin/harbor
+# - a pnpm workspace with vitest (tests/fixtures/pnpm-vitest) and uv's wheel, fetched from the registries
+#   here so that the tests that build those environments need no network
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -54,5 +56,10 @@ if command -v npm >/dev/null && [ ! -f "$HERE/pnpm-vitest/.complete" ]; then
    rm -rf node_modules packages/*/node_modules
    touch .complete) >/tmp/logmine-pnpm.log 2>&1 \
     || echo "install-tools: the pnpm workspace fixture was not installed (see /tmp/logmine-pnpm.log)" >&2
+fi
+# uv's wheel, so that tests install uv into an environment with no index (PIP_NO_INDEX + PIP_FIND_LINKS)
+if [ -z "$(ls "$HERE"/wheels/uv-*.whl 2>/dev/null)" ]; then
+  python3 -m pip download -q --only-binary :all: --no-deps -d "$HERE/wheels" uv >/tmp/logmine-wheels.log 2>&1 \
+    || echo "install-tools: uv's wheel was not downloaded (see /tmp/logmine-wheels.log)" >&2
 fi
 exit 0

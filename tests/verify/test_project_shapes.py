@@ -2,8 +2,8 @@
 (``cd packages/core && npm test``), a pnpm workspace whose package runs vitest (``pnpm --filter …
 exec vitest``, ``npx vitest``), a src-layout package its tests import without an install, a uv
 project in a subdirectory run with ``uv run``. Real git repositories, real sessions, the real sandbox
-and real npm/pnpm/uv builds. The pnpm one builds offline from what ``.ci/install-tools.sh`` fetched
-(it skips without it); the uv one needs PyPI for uv itself (it skips without it)."""
+and real npm/pnpm/uv builds, with no network: the pnpm store and uv's wheel come from what
+``.ci/install-tools.sh`` fetched (those tests skip without it)."""
 
 from __future__ import annotations
 
@@ -122,18 +122,12 @@ def test_a_src_layout_package_is_importable_as_an_editable_install_makes_it(tmp_
     assert any(n.startswith("host: after the replay") for n in env["notes"]), env
 
 
-def _pypi_unreachable() -> str | None:
-    from logmine.environment.build import registries_unreachable
-    from logmine.environment.recipe import Recipe
-
-    return registries_unreachable(Recipe("python:3.11-slim", (), (), (), "probe", registries=("pypi.org",)))
-
-
-@pytest.mark.slow
 def test_a_uv_project_in_a_subdirectory_runs_with_uv_run(tmp_path, monkeypatch):
-    why = _pypi_unreachable()
-    if why:
-        pytest.skip(f"uv cannot be installed into the environment: {why}")
+    wheels = sorted((CI / "wheels").glob("uv-*.whl"))
+    if not wheels:
+        pytest.skip("uv's wheel is not in .ci/wheels (run .ci/install-tools.sh)")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # uv from the wheel install-tools fetched: no network
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels[0].parent))
     monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "home" / "u" / "app"
     files = {f"backend/{k}": v for k, v in SRC_LAYOUT.items()}
