@@ -89,10 +89,11 @@ class Recipe:
         if steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
             lines.append("RUN " + " \\\n    && ".join([steps[0], *(f"({s})" for s in steps[1:])]))
         bins = self.bins(workdir)
+        env = sorted(self.replay_env(workdir, IMAGE_TOOLS).items())
         if bins:  # bare `pytest`, `jest`, `pnpm` resolve as in the session's activated shell
-            lines.append(f"ENV PATH={':'.join(bins)}:$PATH")
-        for key, value in sorted(self.replay_env(workdir, IMAGE_TOOLS).items()):
-            lines.append(f"ENV {key}={value}")
+            env.insert(0, ("PATH", f"{':'.join(bins)}:$PATH"))
+        if env:  # one instruction: each is a layer, a copy of the image on vfs storage
+            lines.append("ENV " + " \\\n    ".join(f"{key}={value}" for key, value in env))
         lines.append(f"COPY {seeds}/ {workdir}/")
         return "\n".join(lines) + "\n"
 

@@ -164,7 +164,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
             state = rebuild(task.start_state, item.prior, dict(config.repo_map), Path(tmp) / "start",
-                            tuple(config.repo_search), config.plain_dirs)
+                            tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         target = tasks_dir / task.task_id

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from logmine.environment.detect import detect
@@ -52,14 +52,16 @@ def check_untracked(path: str | None, tree: Path, untracked: frozenset[str], aga
         raise StartDiffered(path, against, untracked=True)
 
 
-def failing_path(ops: Sequence[FileOp], tree: Path) -> str | None:
-    """The root-relative path of the first op of ``ops`` that cannot apply to ``tree``, else None."""
+def failing_path(ops: Sequence[FileOp], tree: Path | Callable[[str], str | None]) -> str | None:
+    """The root-relative path of the first op of ``ops`` that cannot apply to ``tree`` (a directory, or
+    a function giving a root-relative file's text or None), else None."""
+    read = tree if callable(tree) else (lambda rel: _read(tree, rel))
     texts: dict[str, str | None] = {}
     for op in ops:
         if op.op == "add":
             texts[op.path] = op.content
             continue
-        text = texts[op.path] if op.path in texts else _read(tree, op.path)
+        text = texts[op.path] if op.path in texts else read(op.path)
         if text is None:
             return op.path
         if op.op == "delete":

@@ -74,7 +74,8 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
             if not task.rebuildable:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
             state = rebuild(task.start_state, item.prior, options.repo_map, Path(tmp) / "start",
-                            options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits)
+                            options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits,
+                            own=item.actions, started=task.started_at)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         except SandboxError as exc:  # replaying earlier shell edits: infrastructure, never the task's fault

@@ -13,17 +13,20 @@ the status reason says.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from logmine.patch import FileOp, PatchError, rooted
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.records import Action, Repo, StartState
 from logmine.verify.clones import find_clone
-from logmine.verify.edits import NotRebuilt, redo_earlier, within
+from logmine.verify.edits import NotRebuilt, StartDiffered, failing_path, redo_earlier, within
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
@@ -32,6 +35,7 @@ _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost
 
 
 PLAIN_DIR_MAX_BYTES = 256 << 20  # a working directory that is not a repository: copied up to this
+LATER_COMMITS_TRIED = 40  # commits made between the session's commit and a dirty task's start, newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +47,7 @@ class RebuiltTree:
     cwd: str  # the session's original cwd (inside root)
     note: str | None = None  # a caveat about how it was rebuilt
     live: Path | None = None  # the live repository on this host (its ignored dependency directories)
-    method: str | None = None  # ghost_snapshot | git_commit+patches | working tree
+    method: str | None = None  # ghost_snapshot | git_commit+patches | later_commit | working tree
     failed_edits: tuple[str, ...] = ()  # earlier shell edits that failed at replay: "seq N (why)"
 
 
@@ -72,7 +76,7 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 
 def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
-            limits: Limits = Limits()) -> RebuiltTree:
+            limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
@@ -84,6 +88,12 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     A working directory that is not a git repository (a home directory, a scratch folder) is not
     rebuilt unless ``plain_dirs``; then it is copied without credential files
     (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
+
+    When the session's edits show that the author's tree differed from the header commit (an earlier
+    patch fails on a file nothing replayed changed, or one of the task's ``own`` patches does), the
+    author may have committed the difference during the session: the newest commit of the clone made
+    after the header commit and before the task ``started`` on which every one of the task's own
+    patches applies is the start state instead (``later_commit``, :func:`_later_commit`).
     """
     if recipe.repo.cwd and not recipe.repo.cwd.startswith("/"):
         raise NotRebuilt(f"the session ran in {recipe.repo.cwd}, not a POSIX path (a Windows session): "
@@ -119,12 +129,34 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         if links:
             notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
                          + ", ".join(links[:3]))
+    dirty: StartDiffered | None = None
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
             _snapshot(dest)  # replayed git commands (git mv, git checkout) expect a repository
-        redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
-                                      untracked=frozenset(recipe.untracked))
-        notes += redone
+        try:
+            redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
+                                          untracked=frozenset(recipe.untracked))
+            notes += redone
+        except StartDiffered as exc:
+            dirty = exc
+    if method == "git_commit+patches":
+        ops = _own_ops(own, cwd, root)
+        path = failing_path(ops, dest) if dirty is None and ops else None
+        evidence = dirty or (StartDiffered(path) if path and _unchanged(live, commit, dest, path) else None)
+        later = _later_commit(live, commit, started, ops) if evidence else None
+        if later is not None:
+            shutil.rmtree(dest)
+            dest.mkdir()
+            links = _export(live, later.sha, dest)
+            method, failed, dirty = "later_commit", [], None
+            notes = [f"started from later commit {later.sha[:12]} (made {later.when:%Y-%m-%d %H:%M} UTC, before the "
+                     f"task began; every patch op of the task applies to it): the author's tree had differed from "
+                     f"the session's commit {commit[:12]} at {evidence.path}"]
+            if links:
+                notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
+                             + ", ".join(links[:3]))
+    if dirty is not None:
+        raise dirty
     missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
     if missing:
         notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
@@ -156,6 +188,53 @@ def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
                          f"{'' if recipe.ghost_commit else 'not '}in the repository "
                          f"at {live} (fetch it, or point --repo-search at a clone that has it)")
     return commit, "git_commit+patches"
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    sha: str
+    when: datetime
+
+
+def _own_ops(own: tuple[Action, ...], cwd: str, root: str) -> tuple[FileOp, ...]:
+    """The task's own patch ops, root-relative, in order (up to one whose paths leave the repository)."""
+    ops: list[FileOp] = []
+    for action in own:
+        if action.kind == "patch":
+            try:
+                ops += rooted(action.ops, action.workdir or cwd, root)
+            except PatchError:
+                break
+    return tuple(ops)
+
+
+def _unchanged(live: Path, commit: str, tree: Path, path: str) -> bool:
+    """Is ``tree/path`` still the file ``commit`` holds (nothing replayed changed it)?"""
+    done = subprocess.run(["git", "-C", str(live), "show", f"{commit}:{path}"], capture_output=True)
+    return done.returncode == 0 and (tree / path).is_file() and (tree / path).read_bytes() == done.stdout
+
+
+def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...]) -> _Commit | None:
+    """The newest commit of ``live`` (any ref) made after ``commit`` and no later than ``started`` on
+    which all of ``ops`` apply in order, else None. Only a task that changes an existing file can show
+    that a commit is its start: ``ops`` must update, move or delete one."""
+    if started is None or not any(op.op != "add" for op in ops):
+        return None
+    since = _git(live, "show", "-s", "--format=%ct", commit)
+    until = int((started if started.tzinfo else started.replace(tzinfo=UTC)).timestamp())
+    listing = _git(live, "log", "--all", "--format=%H %ct", f"--since={int(since or 0) + 1}", f"--until={until}")
+    found = sorted(((int(t), sha) for sha, t in (line.split() for line in (listing or "").splitlines())),
+                   reverse=True)[:LATER_COMMITS_TRIED]
+    for when, sha in found:
+        def text(rel: str, sha: str = sha) -> str | None:
+            done = subprocess.run(["git", "-C", str(live), "show", f"{sha}:{rel}"], capture_output=True)
+            try:
+                return done.stdout.decode() if done.returncode == 0 else None
+            except UnicodeDecodeError:
+                return None
+        if failing_path(ops, text) is None:
+            return _Commit(sha, datetime.fromtimestamp(when, UTC))
+    return None
 
 
 def _has_commit(repo: Path, commit: str) -> bool:

@@ -100,7 +100,9 @@ def test_src_layout_goes_on_pythonpath_and_requirements_in_a_subdirectory(tmp_pa
     assert recipe.pythonpath == ("src",) and recipe.replay_env(ROOT, "/t")["PYTHONPATH"] == f"{ROOT}/src"
     assert any("attrs" in s and "'pytest>=8'" in s and "ruff" not in s for s in recipe.steps)
     assert recipe.base_image == "python:3.12-slim"  # .python-version
-    assert "ENV PYTHONPATH=/workspace/src" in recipe.dockerfile()
+    instructions = recipe.dockerfile().replace("\\\n", " ").splitlines()
+    env = [i.split() for i in instructions if i.startswith("ENV ")]
+    assert len(env) == 1 and {"PYTHONPATH=/workspace/src", "PATH=/workspace/.venv/bin:$PATH"} <= set(env[0]), env
     sub = tmp_path / "mono"
     _write(sub, {"backend/requirements.txt": "iniconfig\n", "backend/app/__init__.py": "", "web/package.json": "{}"})
     recipe = recipe_for(detect(sub, [("cd backend && .venv/bin/python -m pytest", ROOT), ("cd web && npm test", ROOT)],

@@ -1,4 +1,4 @@
-"""The learning check: GRPO/DPPO must improve a tiny SFT policy on held-out tasks, for three seeds.
+"""The learning check: GRPO/DPPO must improve a tiny SFT policy on held-out tasks, for two seeds.
 
 A generated family of verifiable shell tasks (logmine.agent.synthetic: six text operations on
 input.txt, graded by hidden expected output). The session fixture SFT-trains a tiny model on
@@ -35,7 +35,7 @@ def held_out_solve_rate(data, model, out) -> float:
 def test_grpo_beats_the_sft_checkpoint_on_held_out_tasks(shell_family, tmp_path):
     before = held_out_solve_rate(shell_family["held"], shell_family["sft"], tmp_path / "eval-sft")
     results = {}
-    for seed in (0, 1, 2):
+    for seed in (0, 1):  # two seeds: a third took 190 s of a 30-minute CI on 2 cores
         out = tmp_path / f"grpo-{seed}"
         config = load_config(None, {"data": shell_family["train"], "model": shell_family["sft"], "out": out,
                                     "max_steps": 30, "lr": 1e-3, "prompts_per_step": 8, "group_size": 8,

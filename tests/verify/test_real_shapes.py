@@ -15,6 +15,7 @@ from session_builder import SessionBuilder, segmented
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
+TEST_CALC_LATER = "import unittest\n"  # a commit made after the session: never a start state
 SUB_TEST = ("import unittest\n\nfrom calc import sub\n\n\nclass S(unittest.TestCase):\n"
             "    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n")
 ADD_SUB = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n     return a + b\n+\n+\n+def sub(a, b):\n"
@@ -93,6 +94,42 @@ def test_a_dirty_start_tree_is_never_validated(tmp_path):
     assert {r["status"] for r in rows.values()} == {"not_rebuilt"}
     assert {r["status_reason"] for r in rows.values()} == {"start tree differed from commit (first mismatch: calc.py)"}
     assert summary.rebuilt == 0
+
+
+def _commit_at(repo: Path, when: str, files: dict[str, str], monkeypatch) -> str:
+    monkeypatch.setenv("GIT_COMMITTER_DATE", when)
+    monkeypatch.setenv("GIT_AUTHOR_DATE", when)
+    for rel, text in files.items():
+        (repo / rel).write_text(text)
+    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", f"at {when}")
+    return _git(repo, "rev-parse", "HEAD")
+
+
+def test_a_dirty_start_committed_during_the_session_starts_later_tasks_from_that_commit(tmp_path, monkeypatch):
+    """The author began with uncommitted work and committed it (with task 0's fix) while the session
+    went on: task 0 stays a dirty start, task 1 starts from the newest commit made before it began on
+    which its own patches apply, never from one made after it began."""
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-12-31T12:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
+    repo = tmp_path / "work" / "committing"
+    commit = calc_repo(repo)
+    during = _commit_at(repo, "2026-01-01T00:00:05Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    _commit_at(repo, "2026-01-02T00:00:00Z", {"test_calc.py": TEST_CALC_LATER}, monkeypatch)  # after the session
+    dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed.")
+         .user("Add sub with a test").patch(ADD_SUB)
+         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
+                + "*** End Patch\n")
+         .run(f"{TESTS} test_sub", 0).agent("Done."))
+    store, summary = _verify(tmp_path, b)
+    rows = _rows(store, b)
+    assert {r["status_reason"] for (index, *_), r in rows.items() if index == 0} == {
+        "start tree differed from commit (first mismatch: calc.py)"}
+    assert rows[(1, "test_command", None)]["status"] == "validated", rows
+    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
+    assert note.startswith(f"started from later commit {during[:12]} (made 2026-01-01 00:00 UTC"), note
+    assert "differed from the session's commit" in note and not note.startswith("start tree differed")
 
 
 def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
