@@ -7,7 +7,8 @@ recorded cwd to a fresh clone with ``--repo-map``), ``export tmax`` (every bundl
 - tasks rebuilt (of tasks with candidates), target >= 90%;
 - tasks whose session showed a test failing and later passing (a fail->pass ``test_command``) that are
   validated, target >= 80%;
-- tasks validated on a start tree known to be dirty, target 0;
+- tasks validated on a start tree known to be dirty, target 0 (tasks started from a commit the author
+  made during the session, ``later``, are counted apart: docs/verify.md);
 - exported bundles that reproduce 0 -> 1, target all.
 
 It fetches nothing. ``--corpus DIR`` holds ``sessions/<project>/*.jsonl`` (Codex session files) and
@@ -134,12 +135,14 @@ per_task AS (
            bool_or(c.kind = 'test_command' AND c.fail_to_pass) AS fail_to_pass,
            bool_or(c.status = 'validated') AS validated,
            bool_or(c.kind = 'test_command' AND c.fail_to_pass AND c.status = 'validated') AS f2p_validated,
-           bool_or(c.status_reason LIKE 'start tree differed%') AS dirty
+           bool_or(c.status_reason LIKE 'start tree differed%') AS dirty,
+           coalesce(v.reason LIKE 'started from later commit%', false) AS later
     FROM tasks t LEFT JOIN verified v USING (task_id) LEFT JOIN cand c USING (task_id) GROUP BY ALL)
 SELECT count(*) AS tasks, count(*) FILTER (has_candidates) AS with_candidates,
        count(*) FILTER (rebuilt) AS rebuilt, count(*) FILTER (fail_to_pass) AS fail_to_pass,
        count(*) FILTER (f2p_validated) AS fail_to_pass_validated, count(*) FILTER (validated) AS validated,
-       count(*) FILTER (dirty) AS dirty_start,
+       count(*) FILTER (dirty) AS dirty_start, count(*) FILTER (later) AS later_commit,
+       count(*) FILTER (later AND validated) AS later_validated,
        count(*) FILTER (validated AND task_id IN (SELECT task_id FROM per_task p2 WHERE p2.dirty)) AS validated_dirty
 FROM per_task
 """
@@ -169,21 +172,21 @@ def _environment(r: dict) -> dict:
 
 def _report(results: list[dict]) -> None:
     head = f"{'project':38} {'sess':>4} {'tasks':>5} {'w/cand':>6} {'rebuilt':>7} {'env':>4} {'f2p':>4} {'f2p ok':>6} " \
-           f"{'valid':>5} {'dirty':>5} {'bundles':>7} {'builds':>6} {'reused':>6}"
+           f"{'valid':>5} {'dirty':>5} {'later':>5} {'bundles':>7} {'builds':>6} {'reused':>6}"
     print("\n" + head)
     total: dict[str, float] = {}
     for r in results:
         r.update(_environment(r))
         print(f"{r['project'][:38]:38} {r['sessions']:>4} {r['tasks']:>5} {r['with_candidates']:>6} {r['rebuilt']:>7} "
               f"{r['env']:>4} {r['fail_to_pass']:>4} {r['fail_to_pass_validated']:>6} {r['validated']:>5} "
-              f"{r['dirty_start']:>5} {r['bundles_reproduced'] if r['bundles_reproduced'] is not None else '-':>7} "
+              f"{r['dirty_start']:>5} {r['later_commit']:>5} {r['bundles_reproduced'] if r['bundles_reproduced'] is not None else '-':>7} "
               f"{r['built']:>6} {r['reused']:>6}")
         for key in ("sessions", "tasks", "with_candidates", "rebuilt", "env", "fail_to_pass", "fail_to_pass_validated",
-                    "validated", "dirty_start", "validated_dirty", "built", "reused", "build_s"):
+                    "validated", "dirty_start", "validated_dirty", "later_commit", "later_validated", "built", "reused", "build_s"):
             total[key] = total.get(key, 0) + r[key]
     print(f"{'TOTAL':38} {total['sessions']:>4} {total['tasks']:>5} {total['with_candidates']:>6} {total['rebuilt']:>7} "
           f"{total['env']:>4} {total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} "
-          f"{total['dirty_start']:>5} {'':>7} {total['built']:>6} {total['reused']:>6}")
+          f"{total['dirty_start']:>5} {total['later_commit']:>5} {'':>7} {total['built']:>6} {total['reused']:>6}")
     share = lambda a, b: f"{a}/{b} = {a / b:.0%}" if b else f"{a}/0"  # noqa: E731
     print(f"environment provided: {share(total['env'], total['rebuilt'])} of rebuilt tasks; built environments: "
           f"{total['built']} build(s) in {total['build_s']:.0f} s, reused {share(total['reused'], total['built'] + total['reused'])}")
@@ -191,7 +194,8 @@ def _report(results: list[dict]) -> None:
     print(f"rebuilt (target >= 90%): {share(total['rebuilt'], total['with_candidates'])} of tasks with candidates, "
           f"{share(total['rebuilt'], clean)} of those not known to start from a dirty tree; "
           f"fail->pass validated (target >= 80%): {share(total['fail_to_pass_validated'], total['fail_to_pass'])}; "
-          f"validated on a dirty start (target 0): {total['validated_dirty']}")
+          f"validated on a dirty start (target 0): {total['validated_dirty']}; started from a commit made during the "
+          f"session: {total['later_commit']} task(s), {total['later_validated']} validated")
 
 
 if __name__ == "__main__":

@@ -121,9 +121,29 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
         return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True, provided=provided)
     except NotRebuilt as exc:  # the replay showed the start tree was not the author's
         return _all(item, "not_rebuilt", str(exc), rebuilt=False, provided=provided)
+    refuted = _later_commit_refuted(item, state, after)
+    if refuted:
+        return _all(item, "not_rebuilt", refuted, rebuilt=False, provided=provided)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
     rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
+
+
+def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, Grade]) -> str | None:
+    """Why a start taken from a commit made during the session (``later_commit``) is shown not to be
+    the author's tree, or None: a test the session ran after the task's last edit and saw pass fails
+    after the replay, not for want of a tool or package. Its patches applied, but the author had more
+    uncommitted work than that commit holds."""
+    if state.method != "later_commit":
+        return None
+    for c in item.candidates:
+        if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
+            continue
+        grade_ = after[c.verifier_id]
+        if grade_.passed is False and not MISSING.search(grade_.excerpt or ""):
+            return (f"start tree differed from commit and from the later commit it was rebuilt from: `{c.command[:80]}` "
+                    "passed in the session after the task's last edit and fails after the replay")
+    return None
 
 
 def _environment_missing(outcome: TaskOutcome) -> str | None:

@@ -105,10 +105,10 @@ def _commit_at(repo: Path, when: str, files: dict[str, str], monkeypatch) -> str
     return _git(repo, "rev-parse", "HEAD")
 
 
-def test_a_dirty_start_committed_during_the_session_starts_later_tasks_from_that_commit(tmp_path, monkeypatch):
+def _committed_during(tmp_path: Path, monkeypatch, sub_test: str) -> tuple[SessionBuilder, str]:
     """The author began with uncommitted work and committed it (with task 0's fix) while the session
-    went on: task 0 stays a dirty start, task 1 starts from the newest commit made before it began on
-    which its own patches apply, never from one made after it began."""
+    went on; a commit made after the session exists too. Returns the session and the commit made
+    during it."""
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-12-31T12:00:00Z")
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
     repo = tmp_path / "work" / "committing"
@@ -119,9 +119,16 @@ def test_a_dirty_start_committed_during_the_session_starts_later_tasks_from_that
     b = (SessionBuilder(cwd=str(repo), commit=commit)
          .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed.")
          .user("Add sub with a test").patch(ADD_SUB)
-         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
+         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in sub_test.splitlines())
                 + "*** End Patch\n")
          .run(f"{TESTS} test_sub", 0).agent("Done."))
+    return b, during
+
+
+def test_a_dirty_start_committed_during_the_session_starts_later_tasks_from_that_commit(tmp_path, monkeypatch):
+    """Task 0 stays a dirty start; task 1 starts from the newest commit made before it began on which
+    its own patches apply, never from one made after it began."""
+    b, during = _committed_during(tmp_path, monkeypatch, SUB_TEST)
     store, summary = _verify(tmp_path, b)
     rows = _rows(store, b)
     assert {r["status_reason"] for (index, *_), r in rows.items() if index == 0} == {
@@ -130,6 +137,19 @@ def test_a_dirty_start_committed_during_the_session_starts_later_tasks_from_that
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
     assert note.startswith(f"started from later commit {during[:12]} (made 2026-01-01 00:00 UTC"), note
     assert "differed from the session's commit" in note and not note.startswith("start tree differed")
+
+
+def test_a_later_commit_whose_tree_fails_the_sessions_passing_test_is_a_dirty_start(tmp_path, monkeypatch):
+    """The author's uncommitted calc.py also defined LIMIT, which the commit made during the session
+    lacks: the task's patches apply to that commit, but the test the session saw pass fails there
+    (not for a missing package), so the start is dirty and nothing of the task is validated."""
+    b, _ = _committed_during(tmp_path, monkeypatch, SUB_TEST.replace("from calc import sub", "from calc import LIMIT, sub"))
+    store, _ = _verify(tmp_path, b)
+    later = [r for (index, *_), r in _rows(store, b).items() if index == 1]
+    assert {r["status"] for r in later} == {"not_rebuilt"}, later
+    assert all(r["status_reason"].startswith("start tree differed from commit and from the later commit it was "
+                                             "rebuilt from: `python3 -B -m unittest -q test_sub` passed")
+               for r in later), later
 
 
 def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
