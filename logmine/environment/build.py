@@ -37,6 +37,7 @@ from logmine.sandbox.hostview import SCRATCH_NAMES
 
 BUILD_TIMEOUT_S = 900.0
 _LOG_TAIL = 600
+_FIRST_ERROR = re.compile(r"(?m)^\s*(npm ERR!|npm error|ERR_PNPM_|\S*ERR_PNPM_\w+|ERROR:|error:|error\[|Error:|×)")
 _FAILED: dict[str, str] = {}
 _REACHABLE: dict[str, str | None] = {}  # registry host -> why it cannot be reached (None: it can)
 # a configured mirror or proxy: the registry's own host is not what the tool will ask
@@ -216,6 +217,15 @@ def _run(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str) -> 
     except OSError as exc:
         raise EnvironmentUnavailable(f"{what} could not start: {exc.strerror}") from exc
     if done.returncode != 0:
-        tail = " ".join((done.stderr or done.stdout).split())[-_LOG_TAIL:]
         offline = ", registry unreachable" if _OFFLINE.search(done.stderr + done.stdout) else ""
-        raise EnvironmentUnavailable(f"{what} failed (exit {done.returncode}{offline}): {tail}")
+        raise EnvironmentUnavailable(f"{what} failed (exit {done.returncode}{offline}): "
+                                     f"{failure_excerpt(done.stderr or done.stdout)}")
+
+
+def failure_excerpt(log: str) -> str:
+    """What a failed install says: from its first error line (``npm error``, ``ERR_PNPM_…``, pip's
+    ``ERROR:``, ``error:``), not the usage text npm prints after it; else the log's tail."""
+    first = _FIRST_ERROR.search(log)
+    text = log[first.start():] if first else log
+    words = " ".join(text.split())
+    return words[:_LOG_TAIL] if first else words[-_LOG_TAIL:]

@@ -6,7 +6,7 @@ package manager installs it:
 
 * **Node**: at the workspace root (``pnpm-workspace.yaml``, a ``workspaces`` field, or the nearest
   lock file above the package), with the manager its lock file names (``pnpm-lock.yaml`` → pnpm,
-  ``yarn.lock`` → yarn, ``package-lock.json`` → ``npm ci``) at the version ``packageManager``
+  ``yarn.lock`` → yarn, ``package-lock.json`` → ``npm ci``, ``npm install`` when the lock is out of sync) at the version ``packageManager``
   pins; every workspace package gets its ``node_modules``. Lifecycle scripts of the project itself
   are not run (a ``postinstall`` calling ``git`` or ``husky`` fails on a manifests-only tree):
   npm runs its dependencies' install scripts on copies of the manifests without ``scripts``; pnpm
@@ -95,7 +95,9 @@ def _in(where: str, name: str) -> str:
 
 
 def _cd(where: str, command: str) -> str:
-    return command if where == "." else f"cd {shlex.quote(where)} && {command}"
+    if where == ".":
+        return command
+    return f"cd {shlex.quote(where)} && " + (f"{{ {command}; }}" if "||" in command else command)
 
 
 # --- Node --------------------------------------------------------------------------------------------
@@ -174,12 +176,18 @@ def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: d
         command = "npm ci" if "package-lock.json" in locks else "npm install"
         manifests_here = " ".join(shlex.quote(m) for m in install.inputs if PurePosixPath(m).name == "package.json")
         install.steps.append(f"node -e {shlex.quote(_NO_SCRIPTS)} {manifests_here}")
-        install.steps.append(_cd(where, f"{command} --no-audit --no-fund"))
+        # a lock out of sync with package.json (an agent added a dependency; the author's next
+        # `npm install` would have updated the lock): npm ci refuses it, npm install does what the author did
+        install.steps.append(_cd(where, "npm ci --no-audit --no-fund || npm install --no-audit --no-fund"
+                                 if command == "npm ci" else "npm install --no-audit --no-fund"))
     else:
         version = versions.get(manager) or ("1" if manager == "yarn" else "latest")
         install.tools.append(f'npm install -g -q --prefix "{TOOLS}" --no-audit --no-fund {manager}@{version}')
-        frozen = ("--frozen-lockfile" if manager == "pnpm" else "--frozen-lockfile --non-interactive") if locks else ""
-        install.steps.append(_cd(where, f"{manager} install {frozen} --ignore-scripts".replace("  ", " ")))
+        quiet = "" if manager == "pnpm" else " --non-interactive"
+        step = f"{manager} install{quiet} --ignore-scripts"
+        if locks:  # a lock out of sync with package.json: install as the author's next install did
+            step = f"{manager} install --frozen-lockfile{quiet} --ignore-scripts || {step}"
+        install.steps.append(_cd(where, step))
     install.registries.append("registry.npmjs.org")
     return install
 
