@@ -89,11 +89,11 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     rebuilt unless ``plain_dirs``; then it is copied without credential files
     (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
 
-    When the session's edits show that the author's tree differed from the header commit (an earlier
-    patch fails on a file nothing replayed changed, or one of the task's ``own`` patches does), the
-    author may have committed the difference during the session: the newest commit of the clone made
-    after the header commit and before the task ``started`` on which every one of the task's own
-    patches applies is the start state instead (``later_commit``, :func:`_later_commit`).
+    When the earlier work does not replay on the header commit (an earlier patch fails: the author's
+    tree differed, or a shell edit failed here), or one of the task's ``own`` patches fails on a file
+    nothing replayed changed, the author may have committed their work during the session: the newest
+    commit of the clone made after the header commit and before the task ``started`` on which every one
+    of the task's own patches applies is the start state instead (``later_commit``, :func:`_later_commit`).
     """
     if recipe.repo.cwd and not recipe.repo.cwd.startswith("/"):
         raise NotRebuilt(f"the session ran in {recipe.repo.cwd}, not a POSIX path (a Windows session): "
@@ -129,7 +129,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         if links:
             notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
                          + ", ".join(links[:3]))
-    dirty: StartDiffered | None = None
+    dirty: NotRebuilt | None = None  # the earlier work did not replay: its patch failed (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
             _snapshot(dest)  # replayed git commands (git mv, git checkout) expect a repository
@@ -137,21 +137,28 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
                                           untracked=frozenset(recipe.untracked))
             notes += redone
-        except StartDiffered as exc:
+        except NotRebuilt as exc:
             dirty = exc
     if method == "git_commit+patches":
         ops = _own_ops(own, cwd, root)
         path = failing_path(ops, dest) if dirty is None and ops else None
-        evidence = dirty or (StartDiffered(path) if path and _unchanged(live, commit, dest, path) else None)
+        evidence = dirty
+        if path and failed:  # as explain says it: the failed edit may be the one the patch expected
+            evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
+                                  f"({', '.join(failed[:3])})")
+        elif path and _unchanged(live, commit, dest, path):
+            evidence = StartDiffered(path)
         later = _later_commit(live, commit, started, ops) if evidence else None
         if later is not None:
             shutil.rmtree(dest)
             dest.mkdir()
             links = _export(live, later.sha, dest)
             method, failed, dirty = "later_commit", [], None
+            why = (f"the author's tree had differed from the session's commit {commit[:12]} at {evidence.path}"
+                   if isinstance(evidence, StartDiffered) else
+                   f"the earlier work did not replay on the session's commit {commit[:12]}: {str(evidence)[:160]}")
             notes = [f"started from later commit {later.sha[:12]} (made {later.when:%Y-%m-%d %H:%M} UTC, before the "
-                     f"task began; every patch op of the task applies to it): the author's tree had differed from "
-                     f"the session's commit {commit[:12]} at {evidence.path}"]
+                     f"task began; every patch op of the task applies to it): {why}"]
             if links:
                 notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
                              + ", ".join(links[:3]))

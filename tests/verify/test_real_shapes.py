@@ -169,6 +169,26 @@ def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
                            "(seq 7 (exit 2))" in r["status_reason"] for r in failing), later
 
 
+def test_a_shell_edit_that_fails_here_gives_way_to_a_commit_made_before_the_next_task(tmp_path, monkeypatch):
+    """The same macOS edit, but the author committed its result before the next task began: that task
+    starts from the commit (its patches apply there) instead of stopping at the replay gap."""
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-12-31T12:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
+    repo = tmp_path / "work" / "mac"
+    commit = calc_repo(repo)
+    during = _commit_at(repo, "2026-01-01T00:00:09Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1).run("sed -i '' 's/a - b/a + b/' calc.py").run(TESTS, 0).agent("Fixed.")
+         .user("Add sub with a test").patch(ADD_SUB)
+         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
+                + "*** End Patch\n")
+         .run(f"{TESTS} test_sub", 0).agent("Done."))
+    store, _ = _verify(tmp_path, b)
+    assert _rows(store, b)[(1, "test_command", None)]["status"] == "validated"
+    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
+    assert note.startswith(f"started from later commit {during[:12]}") and "did not replay" in note, note
+
+
 def test_a_file_untracked_at_the_start_explains_a_patch_that_cannot_apply(tmp_path):
     """Codex's first snapshot listed notes.py untracked: the commit lacks it, the author had it."""
     repo = tmp_path / "work" / "untracked"
