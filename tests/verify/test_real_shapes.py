@@ -25,6 +25,14 @@ SHELL_FIX = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('calc.py')\n"
              "p.write_text(p.read_text().replace('a - b', 'a + b'))\nPY")
 
 
+def _add_sub(b: SessionBuilder, sub_test: str = SUB_TEST) -> SessionBuilder:
+    """The next task: add ``sub`` to calc.py (ADD_SUB) and a test of it, which the session saw pass."""
+    return (b.user("Add sub with a test").patch(ADD_SUB)
+            .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in sub_test.splitlines())
+                   + "*** End Patch\n")
+            .run(f"{TESTS} test_sub", 0).agent("Done."))
+
+
 def _verify(tmp_path: Path, *builders: SessionBuilder):
     from logmine.verify import VerifyConfig, verify
 
@@ -65,12 +73,8 @@ def test_absolute_patch_paths_inside_the_cwd_are_the_same_files(tmp_path):
 def test_earlier_shell_edits_are_replayed_before_later_tasks(tmp_path):
     repo = tmp_path / "work" / "proj"
     commit = calc_repo(repo)
-    b = (SessionBuilder(cwd=str(repo), commit=commit)
-         .user("Fix add").run(TESTS, 1).run(SHELL_FIX).run(TESTS, 0).agent("Fixed with a script.")
-         .user("Add sub with a test").patch(ADD_SUB)
-         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
-                + "*** End Patch\n")
-         .run(f"{TESTS} test_sub", 0).agent("Done."))
+    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+                 .user("Fix add").run(TESTS, 1).run(SHELL_FIX).run(TESTS, 0).agent("Fixed with a script."))
     store, summary = _verify(tmp_path, b)
     rows = _rows(store, b)
     assert rows[(0, "test_command", None)]["status"] == "validated"  # the heredoc edit, replayed, fixes add
@@ -116,12 +120,8 @@ def _committed_during(tmp_path: Path, monkeypatch, sub_test: str) -> tuple[Sessi
     during = _commit_at(repo, "2026-01-01T00:00:05Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
     _commit_at(repo, "2026-01-02T00:00:00Z", {"test_calc.py": TEST_CALC_LATER}, monkeypatch)  # after the session
     dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
-    b = (SessionBuilder(cwd=str(repo), commit=commit)
-         .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed.")
-         .user("Add sub with a test").patch(ADD_SUB)
-         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in sub_test.splitlines())
-                + "*** End Patch\n")
-         .run(f"{TESTS} test_sub", 0).agent("Done."))
+    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+                 .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed."), sub_test)
     return b, during
 
 
@@ -177,12 +177,8 @@ def test_a_shell_edit_that_fails_here_gives_way_to_a_commit_made_before_the_next
     repo = tmp_path / "work" / "mac"
     commit = calc_repo(repo)
     during = _commit_at(repo, "2026-01-01T00:00:09Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
-    b = (SessionBuilder(cwd=str(repo), commit=commit)
-         .user("Fix add").run(TESTS, 1).run("sed -i '' 's/a - b/a + b/' calc.py").run(TESTS, 0).agent("Fixed.")
-         .user("Add sub with a test").patch(ADD_SUB)
-         .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
-                + "*** End Patch\n")
-         .run(f"{TESTS} test_sub", 0).agent("Done."))
+    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+                 .user("Fix add").run(TESTS, 1).run("sed -i '' 's/a - b/a + b/' calc.py").run(TESTS, 0).agent("Fixed."))
     store, _ = _verify(tmp_path, b)
     assert _rows(store, b)[(1, "test_command", None)]["status"] == "validated"
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
