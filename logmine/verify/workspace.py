@@ -125,10 +125,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         if method == "git_commit+patches" and recipe.ghost_commit:
             notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
-        links = _export(live, commit, dest)
-        if links:
-            notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
-                         + ", ".join(links[:3]))
+        notes += _links_note(_export(live, commit, dest))
     dirty: NotRebuilt | None = None  # the earlier work did not replay: its patch failed (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
@@ -140,28 +137,9 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         except NotRebuilt as exc:
             dirty = exc
     if method == "git_commit+patches":
-        ops = _own_ops(own, cwd, root)
-        path = failing_path(ops, dest) if dirty is None and ops else None
-        evidence = dirty
-        if path and failed:  # as explain says it: the failed edit may be the one the patch expected
-            evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
-                                  f"({', '.join(failed[:3])})")
-        elif path and _unchanged(live, commit, dest, path):
-            evidence = StartDiffered(path)
-        later = _later_commit(live, commit, started, ops) if evidence else None
+        later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, dirty, failed)
         if later is not None:
-            shutil.rmtree(dest)
-            dest.mkdir()
-            links = _export(live, later.sha, dest)
-            method, failed, dirty = "later_commit", [], None
-            why = (f"the author's tree had differed from the session's commit {commit[:12]} at {evidence.path}"
-                   if isinstance(evidence, StartDiffered) else
-                   f"the earlier work did not replay on the session's commit {commit[:12]}: {str(evidence)[:160]}")
-            notes = [f"started from later commit {later.sha[:12]} (made {later.when:%Y-%m-%d %H:%M} UTC, before the "
-                     f"task began; every patch op of the task applies to it): {why}"]
-            if links:
-                notes.append(f"{len(links)} link(s) to absolute paths or out of the tree left out: "
-                             + ", ".join(links[:3]))
+            method, failed, dirty, notes = "later_commit", [], None, later
     if dirty is not None:
         raise dirty
     missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
@@ -195,6 +173,37 @@ def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
                          f"{'' if recipe.ghost_commit else 'not '}in the repository "
                          f"at {live} (fetch it, or point --repo-search at a clone that has it)")
     return commit, "git_commit+patches"
+
+
+def _links_note(links: list[str]) -> list[str]:
+    return [f"{len(links)} link(s) to absolute paths or out of the tree left out: " + ", ".join(links[:3])] \
+        if links else []
+
+
+def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...], dest: Path,
+                 dirty: NotRebuilt | None, failed: list[str]) -> list[str] | None:
+    """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
+    work did not replay (``dirty``), or one of the task's ``ops`` fails on a file nothing replayed
+    changed — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
+    else None, ``dest`` untouched."""
+    path = failing_path(ops, dest) if dirty is None and ops else None
+    evidence = dirty
+    if path and failed:  # as explain says it: the failed edit may be the one the patch expected
+        evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
+                              f"({', '.join(failed[:3])})")
+    elif path and _unchanged(live, commit, dest, path):
+        evidence = StartDiffered(path)
+    later = _later_commit(live, commit, started, ops) if evidence else None
+    if later is None:
+        return None
+    shutil.rmtree(dest)
+    dest.mkdir()
+    links = _export(live, later.sha, dest)
+    why = (f"the author's tree had differed from the session's commit {commit[:12]} at {evidence.path}"
+           if isinstance(evidence, StartDiffered) else
+           f"the earlier work did not replay on the session's commit {commit[:12]}: {str(evidence)[:160]}")
+    return [f"started from later commit {later.sha[:12]} (made {later.when:%Y-%m-%d %H:%M} UTC, before the task "
+            f"began; every patch op of the task applies to it): {why}", *_links_note(links)]
 
 
 @dataclass(frozen=True, slots=True)
