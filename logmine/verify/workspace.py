@@ -126,7 +126,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
         notes += _links_note(_export(live, commit, dest))
-    dirty: NotRebuilt | None = None  # the earlier work did not replay: its patch failed (a dirty start, or a gap)
+    unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
             _snapshot(dest)  # replayed git commands (git mv, git checkout) expect a repository
@@ -135,13 +135,13 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
                                           untracked=frozenset(recipe.untracked))
             notes += redone
         except NotRebuilt as exc:
-            dirty = exc
+            unreplayed = exc
     if method == "git_commit+patches":
-        later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, dirty, failed)
+        later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, unreplayed, failed)
         if later is not None:
-            method, failed, dirty, notes = "later_commit", [], None, later
-    if dirty is not None:
-        raise dirty
+            method, failed, unreplayed, notes = "later_commit", [], None, later
+    if unreplayed is not None:
+        raise unreplayed
     missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
     if missing:
         notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
@@ -181,13 +181,13 @@ def _links_note(links: list[str]) -> list[str]:
 
 
 def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...], dest: Path,
-                 dirty: NotRebuilt | None, failed: list[str]) -> list[str] | None:
+                 unreplayed: NotRebuilt | None, failed: list[str]) -> list[str] | None:
     """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
-    work did not replay (``dirty``), or one of the task's ``ops`` fails on a file nothing replayed
+    work did not replay (``unreplayed``), or one of the task's ``ops`` fails on a file nothing replayed
     changed — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
     else None, ``dest`` untouched."""
-    path = failing_path(ops, dest) if dirty is None and ops else None
-    evidence = dirty
+    path = failing_path(ops, dest) if unreplayed is None and ops else None
+    evidence = unreplayed
     if path and failed:  # as explain says it: the failed edit may be the one the patch expected
         evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
                               f"({', '.join(failed[:3])})")
@@ -224,10 +224,16 @@ def _own_ops(own: tuple[Action, ...], cwd: str, root: str) -> tuple[FileOp, ...]
     return tuple(ops)
 
 
+def _blob(live: Path, commit: str, path: str) -> bytes | None:
+    """The bytes of ``path`` in ``commit`` of ``live``, else None (not in that commit)."""
+    done = subprocess.run(["git", "-C", str(live), "show", f"{commit}:{path}"], capture_output=True)
+    return done.stdout if done.returncode == 0 else None
+
+
 def _unchanged(live: Path, commit: str, tree: Path, path: str) -> bool:
     """Is ``tree/path`` still the file ``commit`` holds (nothing replayed changed it)?"""
-    done = subprocess.run(["git", "-C", str(live), "show", f"{commit}:{path}"], capture_output=True)
-    return done.returncode == 0 and (tree / path).is_file() and (tree / path).read_bytes() == done.stdout
+    held = _blob(live, commit, path)
+    return held is not None and (tree / path).is_file() and (tree / path).read_bytes() == held
 
 
 def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...]) -> _Commit | None:
@@ -243,9 +249,9 @@ def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[
                    reverse=True)[:LATER_COMMITS_TRIED]
     for when, sha in found:
         def text(rel: str, sha: str = sha) -> str | None:
-            done = subprocess.run(["git", "-C", str(live), "show", f"{sha}:{rel}"], capture_output=True)
+            held = _blob(live, sha, rel)
             try:
-                return done.stdout.decode() if done.returncode == 0 else None
+                return None if held is None else held.decode()
             except UnicodeDecodeError:
                 return None
         if failing_path(ops, text) is None:
