@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 from pathlib import Path
@@ -32,6 +33,11 @@ from logmine.store import Store
 MIB_SHIFT = 20  # the flags count MiB, the config bytes
 
 
+class RedactStyle(enum.StrEnum):
+    pseudonym = "pseudonym"
+    placeholder = "placeholder"
+
+
 def _mib(value: int | None) -> int | None:
     return None if value is None else value << MIB_SHIFT
 
@@ -55,6 +61,10 @@ def ingest_cmd(
         show_default=str(field_default(IngestConfig, "jobs")))] = None,
     executor: ExecutorOpt = None,
     ray_address: RayAddressOpt = None,
+    redact_style: Annotated[Optional[RedactStyle], typer.Option(
+        "--redact-style", help="Replace secrets with consistent, format-preserving pseudonyms made with the "
+        "store's key (redaction.json), or with [REDACTED:kind] placeholders. Recorded in the store; "
+        "default: the store's, pseudonym for a new store.", show_default=False)] = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -69,7 +79,8 @@ def ingest_cmd(
         fail(f"no such file or directory: {missing[0]}")
     config = IngestConfig(paths=inputs, **given(store=store, max_line_bytes=_mib(max_line_mb),
                                                 batch_bytes=_mib(batch_mb), jobs=jobs,
-                                                executor=executor_config(executor, ray_address)))
+                                                executor=executor_config(executor, ray_address),
+                                                redact_style=redact_style.value if redact_style else None))
     progress, set_total, advance = bytes_progress("ingest", show=not quiet and not as_json)
     with progress:
         summary = ingest(config, total_cb=set_total, progress=lambda n, _path: advance(n))

@@ -39,21 +39,26 @@ def doctor_cmd(
 def scan_cmd(
     paths: Annotated[list[Path], typer.Argument(help="Logs, directories or an export (text files, .tar.gz "
                                                 "members and .parquet string columns are read).")],
+    store: StoreOpt = None,
     as_json: JsonOpt = False,
-    limit: Annotated[int, typer.Option(help="Rows of the per-file table.", min=1)] = 30,
+    limit: Annotated[int, typer.Option(help="Rows of the per-file and per-finding tables.", min=1)] = 30,
 ) -> None:
-    """Report, per kind and per file, what redaction would replace: check an export before publishing it.
+    """Report what redaction would replace, per kind, per file and per finding (its rule, and why it
+    counted: its format, or its context and entropy): check an export before publishing it.
 
-    Exit code 1 when anything was found (so a script can refuse to publish), 0 when clean.
+    The pseudonyms of the store (--store, else the default store, when it has a redaction key) are
+    replacements already, not findings. Exit code 1 when anything was found (so a script can refuse
+    to publish), 0 when clean.
     """
-    from logmine.redact import scan
+    from logmine.redact import scan, store_mask
 
     missing = [p for p in paths if not p.exists()]
     if missing:
         fail(f"no such file or directory: {missing[0]}")
-    report = scan(paths)
+    report = scan(paths, mask=store_mask(store_path(store)))
     if as_json:
-        out.print_json(json.dumps({**report.summary(), "files": report.rows(), "skipped": report.skipped}))
+        out.print_json(json.dumps({**report.summary(), "files": report.rows(), "findings": report.finding_rows(),
+                                   "skipped": report.skipped}))
     else:
         _render_scan(report, limit)
     if report.total:
@@ -71,5 +76,9 @@ def _render_scan(report, limit: int) -> None:
         for row in report.rows()[:limit]:
             files.add_row(escape(row["file"]), row["kind"], str(row["count"]))
         out.print(files)
+        found = Table("file", "kind", "rule", "why", "where", title="findings", title_justify="left")
+        for row in report.finding_rows()[:limit]:
+            found.add_row(escape(Path(row["file"]).name), row["kind"], row["rule"], row["why"], escape(row["preview"]))
+        out.print(found)
     out.print(f"{summary['findings']} finding(s) in {summary['files_with_findings']} of {summary['files_read']} "
               f"files read ({summary['files_skipped']} skipped, {summary['bytes_read']} bytes)", highlight=False)

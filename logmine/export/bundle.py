@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -116,6 +117,8 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
         if action.kind == "command":
             workdir = action.workdir if action.workdir and within(action.workdir, root) else cwd
             command = action.command.replace(root, "$WORKSPACE")
+            if not _parses(command):  # as replayed, a command that bash cannot parse fails alone
+                command = f"eval {shlex.quote(command)}"
             lines.append(f'(cd "$WORKSPACE/{os.path.relpath(workdir, root)}" && {command})')
             continue
         try:  # paths relative to the repository root, as verify replays them (absolute ones included)
@@ -125,6 +128,12 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
             continue
         lines += _patch_writes(ops, scratch, n)
     return "\n".join(lines) + "\n"
+
+
+def _parses(command: str) -> bool:
+    """Whether bash can parse ``command``: one that cannot (an unbalanced quote the session ran and
+    saw fail) would end the whole script at parse time, every later action with it."""
+    return subprocess.run(["bash", "-n", "-c", command], capture_output=True).returncode == 0
 
 
 def _patch_writes(ops: tuple[FileOp, ...], root: Path, n: int) -> list[str]:

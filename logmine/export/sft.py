@@ -45,7 +45,7 @@ from logmine.export.trajectory import (
     build_trajectory,
 )
 from logmine.pipeline import load_pipeline
-from logmine.redact import write_table, write_text
+from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import NoTasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
@@ -157,6 +157,10 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
         tokens = _Shards(staging / "tokens", "tokens", token_table, config.shard_rows) if renderer else None
         rejects: list[dict] = []
         with nullcontext(store) if store is not None else _open_store(config.store) as store:
+            redactor = store.redactor()  # the store's pseudonyms stay as they are
+            for shards in (data, tokens):
+                if shards is not None:
+                    shards.redactor = redactor
             tasks = _tasks(store)
             summary.tasks = len(tasks)
             selected = []
@@ -181,9 +185,9 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
         summary.shards = data.close()
         if tokens:
             tokens.close()
-        write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet")
+        write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet", data.redactor)
         summary.elapsed_s = time.monotonic() - started
-        write_text(staging / "README.md", _card(config, summary, renderer))
+        write_text(staging / "README.md", _card(config, summary, renderer), data.redactor)
         _move_into_place(staging, config)
     except OSError as exc:
         raise SftExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
@@ -328,6 +332,7 @@ class _Shards:
         self.directory, self.prefix, self.to_table, self.rows = directory, prefix, to_table, max(1, rows)
         self.pending: list = []
         self.written: list[Path] = []
+        self.redactor: Redactor | None = None  # the store's, once it is open
         directory.mkdir(parents=True)
 
     def add(self, row) -> None:
@@ -337,7 +342,7 @@ class _Shards:
 
     def _flush(self) -> None:
         path = self.directory / f"{self.prefix}-{len(self.written):05d}.parquet"
-        write_table(self.to_table(self.pending), path)
+        write_table(self.to_table(self.pending), path, self.redactor)
         self.written.append(path)
         self.pending = []
 
@@ -465,8 +470,11 @@ prefix stability (see logmine `docs/export-sft.md`).
 _REDACTION_DOC = """## Redaction
 
 Secrets were redacted when the sessions were ingested, before anything was stored: gitleaks' rules, structured
-keys (`"api_key": ...`), Authorization headers, passwords in URLs and `.env`-style assignments, each replaced by
-a typed placeholder such as `[REDACTED:github_token]`. Not redacted: names, e-mail addresses, home directory
+keys (`"api_key": ...`), Authorization headers, passwords in URLs and `.env`-style assignments. Each is replaced
+by a pseudonym of the same shape (length, character classes, well-known prefix such as `ghp_`), the same one
+wherever the secret occurred, derived with a key that stays with the store and never leaves it; or, in a store
+ingested with `--redact-style placeholder`, by a typed placeholder such as `[REDACTED:github_token]`. A value that
+looks like a secret in this data is such a pseudonym, not a secret. Not redacted: names, e-mail addresses, home directory
 paths, and the source code the agent read or wrote. Review the data before publishing it.
 """
 

@@ -111,9 +111,10 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
     if store is None and not (config.store / CATALOG).exists():
         raise ExportError(f"no logmine store at {config.store}")
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
-    summary, redactor, rows = TmaxExportSummary(out=config.out), Redactor(), []
+    summary, rows = TmaxExportSummary(out=config.out), []
     tasks_dir = config.out / "tasks"
     with nullcontext(store) if store is not None else Store(config.store) as store:
+        redactor = store.redactor()  # the store's pseudonyms: seeds, prompts and rows stay consistent
         tasks = read_tasks(store)
         if not tasks:
             raise NothingToExport.in_store(store.root)
@@ -148,7 +149,7 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                     summary.not_exported.append((task.task_id, reason))
             if progress:
                 progress(done, len(tasks))
-    _write_outputs(config, rows, summary)
+    _write_outputs(config, rows, summary, redactor)
     summary.rows, summary.redactions = len(rows), redactor.counts
     return summary
 
@@ -164,7 +165,8 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
             state = rebuild(task.start_state, item.prior, dict(config.repo_map), Path(tmp) / "start",
-                            tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at)
+                            tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
+                            mask=redactor.mask)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         target = tasks_dir / task.task_id
@@ -254,21 +256,22 @@ def _task_toml(config: TmaxExportConfig, task: Task, verifier: Candidate) -> str
     )
 
 
-def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExportSummary) -> None:
+def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExportSummary,
+                   redactor: Redactor) -> None:
     data = config.out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), data / "train-00000-of-00001.parquet")
+    write_table(pa.Table.from_pylist(rows, schema=ROW_SCHEMA), data / "train-00000-of-00001.parquet", redactor)
     # every task chosen for the export but not written, with why (``logmine yield --export`` reads it)
     write_table(pa.table({"task_id": pa.array([t for t, _ in summary.not_exported], pa.string()),
                           "reason": pa.array([r for _, r in summary.not_exported], pa.string())}),
-                config.out / "rejects.parquet")
+                config.out / "rejects.parquet", redactor)
     with tarfile.open(config.out / "task-data.tar.gz", "w:gz") as tar:
         for row in rows:
             tar.add(config.out / "tasks" / row["ground_truth"], arcname=row["ground_truth"])
     write_text(config.out / "README.md", _CARD.format(rows=len(rows), unvalidated=summary.unvalidated,
                                                       left_out=summary.left_out_files,
                                                       image=config.image or "built from each bundle's Dockerfile",
-                                                      env=config.env_name))
+                                                      env=config.env_name), redactor)
 
 
 
@@ -285,7 +288,8 @@ and passed after replaying the original work.
 
 - Environment: `env_name = {env}`, image `{image}`; the seeds become `/workspace`, `tests/` is put at
   `/tests` only at grading time, `tests/test.sh` writes 1 or 0 to `/logs/verifier/reward.txt`.
-- Redaction: the workspace snapshots went through the same secret redaction as the logs;
+- Redaction: the workspace snapshots went through the same secret redaction as the logs, with the same
+  pseudonyms (a secret in the code and in the task's prompt or tests has one replacement, so tests still pass);
   {left_out} credential files (`.env`, keys, cloud configs, `.git`) were left out.
 - Usage: see logmine's `docs/export-tmax.md` (open-instruct's TMax environment, Harbor).
 """

@@ -22,7 +22,7 @@ from logmine.ingest.discover import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
-from logmine.redact import Redactor
+from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.store.catalog import CATALOG, DEFAULT_STORE
 from logmine.store.parts import Part, without_gens, write_part
 from logmine.store.rows import table_of
@@ -47,6 +47,7 @@ class IngestConfig:
     batch_bytes: int = 64 << 20  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
     executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
+    redact_style: str | None = None  # pseudonym | placeholder; None: the store's (a new store: pseudonym)
 
 
 ProgressFn = Callable[[int, str], None]  # (bytes just done, path)
@@ -77,6 +78,8 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     from logmine.store.core import Store  # here: the workers import this module and never open a store
 
     with Store(config.store) as store:
+        if config.redact_style is not None:
+            store.set_redact_style(config.redact_style)
         known = {r[0]: FileRecord(*r) for r in store.con.execute("SELECT * FROM files").fetchall()}
         originals = _Originals(known)
         if total_cb:
@@ -87,7 +90,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
             if unchanged(prev, *stats[str(p)]):
                 settled.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter(), save=False))
             else:
-                tasks.append(_Task(p, prev, store.new_gen(), config.max_line_bytes, sizes[str(p)]))
+                tasks.append(_Task(p, prev, store.new_gen(), config.max_line_bytes, sizes[str(p)], store.mask))
         listed = (_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
                   for b in bad_paths)
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
@@ -122,6 +125,7 @@ class _Task:
     gen: int  # used only if the file's rows are (re)made; unused numbers are harmless
     max_line: int
     size: int = 0  # bytes, as listed
+    mask: Mask = PLACEHOLDERS  # the store's: how secrets are replaced
 
 
 @dataclass
@@ -154,7 +158,7 @@ class _Read:
 
 def _read_one(task: _Task) -> _Outcome:
     """Read one file (in a worker process or in-process); a fresh Redactor counts this file only."""
-    redactor = Redactor()
+    redactor = Redactor(mask=task.mask)
     result = read_file(task.path, task.prev, lambda: task.gen, redactor, task.max_line)
     outcome = _outcome(result, redactor.counts)
     outcome.save = result.change != "unchanged" or result.record != task.prev

@@ -17,7 +17,6 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
-from logmine.redact.patterns import replace_spans
 from logmine.redact.prefilter import long_runs
 
 _RUN = r"[A-Za-z0-9+/_-]{16,}={0,2}"
@@ -45,17 +44,19 @@ def decode(block: str, skip: int = 0) -> str | None:
     return raw.decode("utf-8", "replace")
 
 
-def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | None]) -> str:
-    """``text`` with each base64 block whose decoding holds a secret made a placeholder of its
-    kind; ``kind_of(decoded)`` names the first secret in a decoded text, else None."""
+def redact_base64(text: str, counts: Counter, kind_of: Callable[[str], str | None],
+                  replace: Callable[[str, list, Counter], str], masked: Callable[[str], bool]) -> str:
+    """``text`` with each base64 block whose decoding holds a secret replaced (``replace``: the
+    redactor's masking of spans) as one secret of that kind; ``kind_of(decoded)`` names the first
+    secret in a decoded text, else None; ``masked(block)``: the block is a replacement already."""
     finds = []
     for m in _blocks(text):
-        if m.group().startswith(_FERNET):
+        if m.group().startswith(_FERNET) or masked(m.group()):
             continue
         decoded = next((d for skip in range(4) if (d := decode(m.group(), skip)) is not None), None)
         if decoded is not None and (kind := kind_of(decoded)):
-            finds.append((m.start(), m.end(), kind))
-    return replace_spans(text, finds, counts)
+            finds.append((m.start(), m.end(), kind, "base64"))
+    return replace(text, finds, counts)
 
 
 def _blocks(text: str):

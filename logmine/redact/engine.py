@@ -11,32 +11,35 @@ the Python regexes run only where a match is possible.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import orjson
 
 from logmine.redact import encoded
 from logmine.redact.gitleaks import PREFILTER_PATTERNS, Rule, load_gitleaks
 from logmine.redact.patterns import (
+    CONTEXT_KINDS,
     EARLY_RULES,
     ENV_RULE,
     JSON_PAIRS,
     JSON_PAIRS_PREFILTER,
     KEY_WORDS,
     LATE_RULES,
-    MARK,
     OPAQUE,
     OPAQUE_KEY,
     OWN_RULES,
     STRUCTURED_KEYWORDS,
     entropy,
     keyed_value,
+    plausible,
     replace_spans,
     secret_key_kind,
 )
+from logmine.redact.pseudonym import PLACEHOLDERS, Mask
 
 _STRUCTURED = Rule("structured-keys", "", None, STRUCTURED_KEYWORDS, late=True)
 
@@ -205,15 +208,62 @@ def pair_starts(text: str, keys: list[int], form: int) -> list[int]:
 
 # ---------------------------------------------------------------- the redactor
 
+@dataclass(frozen=True)
+class Finding:
+    """One replacement, for :func:`~logmine.redact.scan.scan`'s report: what was found, by which
+    rule, why it counted (``format``, or ``context + entropy 3.9``), and the text around it with the
+    secret itself shortened (``hu…2`` and its length). ``digest``: the first 12 hex digits of the
+    secret's SHA-256, to tell the same value apart in several findings (and to label it)."""
+
+    kind: str
+    rule: str
+    why: str
+    preview: str
+    digest: str
+
+
+_DELIMITERS = frozenset(" \t\r\n'\"`\\")
+
+
+def _token(text: str, s: int, e: int) -> str:
+    """The run of characters around ``text[s:e]`` up to whitespace, a quote or a backslash: a
+    pseudonym that a rule finds part of in a second pass (an earlier rule masked the whole)."""
+    while s and text[s - 1] not in _DELIMITERS:
+        s -= 1
+    while e < len(text) and text[e] not in _DELIMITERS:
+        e += 1
+    return text[s:e]
+
+
+def _short(secret: str) -> str:
+    """The secret as a finding's preview shows it: its first two and last characters, its length."""
+    return f"{secret[:2]}…{secret[-1:]} ({len(secret)} chars)" if len(secret) > 6 else f"… ({len(secret)} chars)"
+
+
+def _preview(final: str, replacement: str, short: str) -> str:
+    """Up to 40 characters (whole words) that precede ``replacement`` in the redacted ``final`` text
+    (so no other secret shows), then the secret shortened."""
+    at = final.find(replacement)
+    before = final[max(0, at - 40):max(at, 0)]
+    if at > 40:
+        before = before[next((i + 1 for i, c in enumerate(before) if c.isspace()), len(before)):]
+    return " ".join(f"{before}«{short}»".split())
+
+
 class Redactor:
-    """Replaces secrets with ``[REDACTED:<kind>]``; :attr:`counts` tallies replacements by kind.
+    """Replaces secrets with their pseudonyms (``mask``: :class:`~logmine.redact.pseudonym.Mask` with
+    a store's key) or with ``[REDACTED:<kind>]`` (no key: the default); :attr:`counts` tallies
+    replacements by kind, and :attr:`findings` (when ``findings=True``) lists each one.
 
     Cheap to make: all instances share the rules, compiled once per process.
     """
 
-    def __init__(self, engine: str | None = None) -> None:
+    def __init__(self, engine: str | None = None, mask: Mask = PLACEHOLDERS, findings: bool = False) -> None:
         self._rules = ruleset(engine)
+        self.mask = mask
         self.counts: Counter[str] = Counter()
+        self.findings: list[Finding] | None = [] if findings else None
+        self._pending: list[tuple[Finding, str]] = []  # found in the text being redacted, previewed when it is done
 
     def redact(self, text: str) -> tuple[str, Counter[str]]:
         """``text`` (plain text: a line, a file, a chunk) redacted, and the replacements of this call by kind."""
@@ -302,9 +352,27 @@ class Redactor:
         if kind is None:
             return self.redact_obj(value)
         out = self.run(value, False, self.counts, named_only=True)
-        if out is value and keyed_value(value):
-            return replace_spans(value, [(0, len(value), kind)], self.counts)
-        return out
+        if out is value and keyed_value(value, kind) and not self.mask.recognises(value):
+            out = self._replace(value, [(0, len(value), kind, "structured-keys")], self.counts)
+        return self._resolve(f"{key}: {out}")[len(key) + 2:] if self._pending else out
+
+    def _replace(self, text: str, finds: list[tuple[int, int, str, str]], counts: Counter) -> str:
+        """``text`` with the (start, end, kind, rule) spans masked, each logged when findings are kept."""
+        if self.findings is not None:
+            for s, e, kind, rule in finds:
+                secret = text[s:e]
+                context = kind in CONTEXT_KINDS or rule == "structured-keys" or rule.startswith("generic")
+                why = f"context + entropy {entropy(secret):.1f}" if context else "format"
+                digest = hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+                self._pending.append((Finding(kind, rule, why, _short(secret), digest), self.mask(secret, kind)))
+        return replace_spans(text, finds, counts, self.mask)
+
+    def _resolve(self, final: str) -> str:
+        """Log the findings of the text that became ``final``, each previewed in it; returns ``final``."""
+        for finding, replacement in self._pending:
+            self.findings.append(replace(finding, preview=_preview(final, replacement, finding.preview)))
+        self._pending.clear()
+        return final
 
     def run(self, text: str, json: bool, counts: Counter, found: frozenset[int] | None = None,
             named_only: bool = False, depth: int = 0) -> str:
@@ -312,37 +380,61 @@ class Redactor:
         into ``counts``. ``json``: ``text`` is JSON text, redacted in its encoding."""
         if found is None:
             found = self._rules.prefilter.rules_in(text)
+        masked: list[tuple[int, int]] = []  # pseudonyms found in this text: a rule never bites into one
         for rule in self._rules.selected(found):
             if rule.late and named_only:
                 break
+            before = len(text)
             if rule is _STRUCTURED:
                 text = self._structured(text, counts)
             elif not rule.required or any(r in text for r in rule.required):
-                text = self._apply(rule, text, json, counts)
+                text = self._apply(rule, text, json, counts, masked)
+            if len(text) != before:  # a placeholder moved what follows: the spans no longer hold
+                masked.clear()
         if depth < 2 and (self._rules.b64 in found or self._rules.prefilter.name == "keywords"):
-            text = encoded.redact_base64(text, counts, lambda decoded: self._decoded_kind(decoded, depth))
-        return text
+            text = encoded.redact_base64(text, counts, lambda decoded: self._decoded_kind(decoded, depth),
+                                         self._replace, self.mask.recognises)
+        return self._resolve(text) if depth == 0 and self._pending else text
 
     def _decoded_kind(self, decoded: str, depth: int) -> str | None:
         """The kind of the first secret in a decoded base64 run, if it holds any."""
         counts: Counter[str] = Counter()
-        self.run(decoded, False, counts, depth=depth + 1)
+        pending, self._pending = self._pending, []  # the secret inside is the block's: one finding
+        try:
+            self.run(decoded, False, counts, depth=depth + 1)
+        finally:
+            self._pending = pending
         return next(iter(counts), None)
 
-    def _apply(self, rule: Rule, text: str, json: bool, counts: Counter) -> str:
+    def _apply(self, rule: Rule, text: str, json: bool, counts: Counter, masked: list[tuple[int, int]]) -> str:
+        """``text`` with ``rule``'s secrets masked. A match that is a pseudonym already is recorded in
+        ``masked``, and no later rule's match overlapping one is taken (a rule for the tail of a PEM
+        block inside the pseudonym of the whole block): a second pass changes nothing."""
         finds = []
         for m in matches(rule, text):
             s, e = _secret_span(m, rule.secret_group)
             if json:
                 s, e = _json_safe(text, s, e, rule.kind == "private_key")
-            if s < e and self._keep(rule, text[s:e], m):
-                finds.append((s, e, rule.kind))
-        return replace_spans(text, finds, counts)
+            if text[s:s + 1] in ("n", "r", "t") and _escaped(text, s):
+                s += 1  # a secret never starts with the letter of an escape (\n) that precedes it
+            if s >= e or any(s < b and a < e for a, b in masked):
+                continue
+            if self.mask.key and (self.mask.recognises(text[s:e]) or self.mask.recognises(_token(text, s, e))):
+                masked.append((s, e))
+            elif self._keep(rule, text[s:e], m):
+                finds.append((s, e, rule.kind, rule.id))
+        if self.mask.key:  # what this rule masks no later rule masks again (pseudonyms keep the length)
+            masked += [(s, e) for s, e, *_ in finds]
+        return self._replace(text, finds, counts)
 
     def _keep(self, rule: Rule, secret: str, m: re.Match) -> bool:
         """gitleaks' filters (entropy, a digit in generic secrets, allowlists), then our rule's own."""
-        if MARK in secret or (rule.entropy and entropy(secret) <= rule.entropy):
+        if self.mask.recognises(secret) or (rule.entropy and entropy(secret) <= rule.entropy):
             return False
+        if rule.kind in CONTEXT_KINDS or rule.id.startswith("generic"):
+            named = m.groupdict().get("name") or ""
+            if not plausible(secret, "password" if "PASS" in named else rule.kind):  # DB_PASSWORD=admin
+                return False
         if rule.id.startswith("generic") and not any(c.isdigit() for c in secret):
             return False
         if rule.accept and not rule.accept(m):
@@ -364,12 +456,13 @@ class Redactor:
                 keys = occurrences(low, KEY_WORDS) if len(low) == len(text) else None
             found = (pairs.finditer(text) if keys is None
                      else tried_at(pairs, text, pair_starts(text, keys, form)))
-            finds = [(m.start(value), m.end(value), kind) for m in found
-                     if (kind := secret_key_kind(m[key])) and keyed_value(m[value])]
-            text = replace_spans(text, finds, counts)
+            finds = [(m.start(value), m.end(value), kind, "structured-keys") for m in found
+                     if (kind := secret_key_kind(m[key])) and keyed_value(m[value], kind)
+                     and not self.mask.recognises(m[value])]
+            text = self._replace(text, finds, counts)
         return text
 
 
-def default_redactor() -> Redactor:
+def default_redactor(mask: Mask = PLACEHOLDERS) -> Redactor:
     """A new :class:`Redactor`, counts at zero, over the shared rules (compiled on first use)."""
-    return Redactor()
+    return Redactor(mask=mask)

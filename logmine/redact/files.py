@@ -8,7 +8,9 @@ stage for other ways of writing a file, so a new writer cannot bypass the gate u
 * :func:`write_text`: a text file (``json=True``: a JSON document, kept valid JSON);
 * :func:`write_table`: a Parquet file, every string column redacted (:func:`redact_table`);
 * :class:`JsonLines`: an append-only ``.jsonl`` log, one redacted JSON object per line;
-* :func:`copy_tree`: a user's directory copied without its credential files, text redacted.
+* :func:`copy_tree`: a user's directory copied without its credential files, text redacted;
+* :func:`redact_tree`: a directory's text files redacted in place (a rebuilt start state, so that it
+  holds the same pseudonyms as the log's patches).
 """
 
 from __future__ import annotations
@@ -115,3 +117,43 @@ def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max
             else:
                 write_text(target, text, redactor)
     return sorted(left_out)
+
+
+TREE_BATCH_BYTES = 32 << 20  # text redacted in one prefilter pass by redact_tree
+
+
+def redact_tree(root: Path, redactor: Redactor, *, max_text_bytes: int = 4 << 20,
+                skip: tuple[str, ...] = (".git",)) -> int:
+    """Redact, in place, every UTF-8 text file under ``root`` of at most ``max_text_bytes`` (links and
+    the directories named in ``skip`` are left alone; a file keeps its mode). Returns how many files
+    changed. The texts go through the prefilter in batches, so a tree without secrets costs one scan."""
+    batch: list[tuple[Path, str]] = []
+    size = changed = 0
+
+    def flush() -> int:
+        done = 0
+        for (path, text), out in zip(batch, redactor.redact_many([t for _, t in batch])):
+            if out is not text and out != text:
+                path.write_bytes(out.encode("utf-8", "surrogateescape"))
+                done += 1
+        batch.clear()
+        return done
+
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in skip]
+        for name in filenames:
+            path = Path(dirpath, name)
+            if path.is_symlink() or not path.is_file() or path.stat().st_size > max_text_bytes:
+                continue
+            data = path.read_bytes()
+            if b"\0" in data[:8192]:
+                continue
+            try:
+                batch.append((path, data.decode("utf-8")))
+            except UnicodeDecodeError:
+                continue
+            size += len(data)
+            if size >= TREE_BATCH_BYTES:
+                changed += flush()
+                size = 0
+    return changed + flush()

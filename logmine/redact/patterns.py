@@ -16,9 +16,7 @@ import re
 from collections import Counter
 
 from logmine.redact.gitleaks import BOUNDARY
-
-PLACEHOLDER = "[REDACTED:{}]"
-MARK = "[REDACTED:"
+from logmine.redact.pseudonym import MARK, PLACEHOLDERS, Mask
 
 _PLACEHOLDER_VALUE = r"\$.*|<.*>|\{.*\}|%.*%|\*+|.*(?:\.\.\.|…).*|(?:.*[_-])?x{3,}"  # $VAR <token> sk-... ghp_xxx
 PLACEHOLDER_RE = re.compile(_PLACEHOLDER_VALUE)
@@ -52,7 +50,10 @@ def _random(m: re.Match) -> bool:
 
 
 _NOT_SECRET_NAME = re.compile(r"_(?:FILE|PATH|DIR|URL|URI|ENDPOINT|HOST|PORT|NAME|TYPE|ID|LENGTH|SIZE|COUNT|LIMIT"
-                              r"|ENV|VAR|FORMAT|PREFIX|FIELD)$")
+                              r"|ENV|VAR|FORMAT|PREFIX|FIELD|HEADER|PARAM)$")
+
+
+_PUBLIC = re.compile(r"(?:^|_)(?:PUBLIC|PUBLISHABLE)(?:_|$)")
 
 
 def _env_name_ok(m: re.Match) -> bool:
@@ -61,8 +62,8 @@ def _env_name_ok(m: re.Match) -> bool:
     text, start = m.string, m.start()
     head = re.search(r"[A-Z0-9_]*\Z", text[max(0, start - 64):start]).group()
     before = start - len(head)
-    if (head and not head.endswith("_")) or _NOT_SECRET_NAME.search(m["name"]):
-        return False  # MONKEY=, TOKEN_URL=
+    if (head and not head.endswith("_")) or _NOT_SECRET_NAME.search(m["name"]) or _PUBLIC.search(head + m["name"]):
+        return False  # MONKEY=, TOKEN_URL=, NEXT_PUBLIC_MAPBOX_TOKEN= (shipped to every browser by design)
     if before > 0 and re.match(r"[\w$.\-]", text[before - 1]) and text[before - 2:before - 1] != "\\":
         return False  # the tail of an identifier, or a $NAME expansion
     value = m["secret"]
@@ -183,18 +184,70 @@ def secret_key_kind(key: str) -> str | None:
     return m.lastgroup if m else None
 
 
-def keyed_value(value: str) -> bool:
-    """Whether a string under a secret-naming key is a value to replace (not empty, not a placeholder)."""
-    return bool(value) and MARK not in value and not PLACEHOLDER_RE.fullmatch(value)
+def keyed_value(value: str, kind: str = "secret") -> bool:
+    """Whether a string under a secret-naming key is a value to replace: one that looks like a
+    secret of ``kind`` (:func:`plausible`) and is not already a replacement."""
+    return bool(value) and MARK not in value and not PLACEHOLDER_RE.fullmatch(value) and plausible(value, kind)
 
 
-def replace_spans(text: str, finds: list[tuple[int, int, str]], counts: Counter) -> str:
-    """``text`` with each (start, end, kind) span, in order and not overlapping, made a placeholder."""
+def replace_spans(text: str, finds: list[tuple[int, int, str]], counts: Counter, mask: Mask = PLACEHOLDERS) -> str:
+    """``text`` with each (start, end, kind) span, in order and not overlapping, replaced by ``mask``
+    (a pseudonym, or a placeholder)."""
     if not finds:
         return text
     out, last = [], 0
-    for s, e, kind in finds:
-        out += (text[last:s], PLACEHOLDER.format(kind))
+    for s, e, kind, *_ in finds:
+        out += (text[last:s], mask(text[s:e], kind))
         last = e
         counts[kind] += 1
     return "".join(out) + text[last:]
+
+
+# ---------------------------------------------------------------- precision of context-based kinds
+
+#: Kinds whose rules find a secret by its context (a name, a key, a flag) rather than by its format;
+#: their values must also look like a secret (:func:`plausible`).
+CONTEXT_KINDS = frozenset({"password", "secret", "secret_key", "credentials", "api_key", "token", "env_secret",
+                           "generic_secret", "generic_api_key", "url_password", "npm_token", "authorization_header"})
+_PASSWORD_KINDS = frozenset({"password", "url_password"})
+_ANSI = re.compile(r"(?:\x1b|\\u001b|\\x1b|\\033)\[[0-9;]*[A-Za-z]")  # colours of grep --color around a value
+_CHAIN = re.compile(r"[$@]?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)+(?:\(.*\)|\[.*\])?;?"  # a.b.c, a.f(x)
+                    r"|[A-Za-z_$][\w$]*(?:\(.*\)|\[.*\]);?")  # f(x), env["X"]
+_CODE = re.compile(
+    r"(?:process\.env|import\.meta\.env|os\.environ|os\.getenv|getenv|ENV|env|config|settings)(?:\.|\[|\(|::).*"
+    r"|.*(?:\$\{.*\}|\{\{.*\}\}|\{%.*%\}|%\(\w+\)s|\$\(.*\)).*"  # ${VAR}, {{ var }}, {% tag %}, %(name)s, $(cmd)
+    r"|[\w.$]+\s*(?:\|\||\?\?|\bor\b)\s*.*")  # a fallback: env.X || "dev"
+_WORDS = re.compile(r"[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}")  # two words: a sentence, a label
+_PLACEHOLDER_WORD = (r"your|my|the|some|dummy|example|sample|fake|test|placeholder|redacted|insert|enter|replace|put|set"
+                     r"|change|generate|add|fill|paste|todo|tbd|none|null|nil|undefined|empty|secret|password|token"
+                     r"|hidden|masked|default|xxx+")
+_PLACEHOLDER = re.compile(  # your-api-key, YOUR_RESEND_API_KEY, <token>, change_me, replace-with-secret, xxx, ***, sk-...
+    rf"(?i:[a-z]{{1,4}}\.)?[<\[{{(]?(?i:{_PLACEHOLDER_WORD})(?:[-_. ](?:[a-z]+|[A-Z]+))*[>\]}})]?"
+    r"|(?i:changeme|n/?a)|x{3,}|\*{3,}|.*(?:\.{3}|…).*")
+_PHRASE = re.compile(r"[a-z]+(?:[-_](?:[a-z]+|\d+))*|[A-Z][A-Z]*(?:_[A-Z]+)*"  # same-origin, dev-secret-32-chars, SOME_NAME
+                     r"|[a-z]+(?:[A-Z][a-z]+)+|[A-Z][a-z]+(?:[A-Z][a-z]+)*")  # camelCase, PascalCase
+
+
+def plausible(value: str, kind: str) -> bool:
+    """Whether ``value``, found by its context as a secret of ``kind``, looks like one.
+
+    Never a code expression (an attribute chain or call: ``Convert.ToBase64String(…)``,
+    ``process.env.X``, ``os.environ[...]``, ``${VAR}``, a template placeholder, ``env.X || "dev"``),
+    natural-language text (words separated by spaces, letters outside ASCII: an i18n catalogue's
+    ``"password": "Mot de passe"``), or an obvious placeholder (``change_me``, ``your-api-key``,
+    ``YOUR_RESEND_API_KEY``, ``<token>``, ``xxx``). A password may be a word (``hunter2``, ``admin``),
+    not a phrase (``low-res``); any other kind must look machine-made: at least 8 characters and not a
+    plain phrase or identifier (``include``, ``same-origin``, ``dev-secret-32-chars``)."""
+    v = _ANSI.sub("", value).strip().strip("\"'`")
+    if not v or _WORDS.search(v) or any(ord(c) > 127 for c in v) or _PLACEHOLDER.fullmatch(v) or _CODE.fullmatch(v):
+        return False
+    if _CHAIN.fullmatch(v) and not any(_random(part) for part in re.split(r"[^\w$]+", v)):
+        return False
+    if kind in _PASSWORD_KINDS:  # a word may be a password; its rules reject bare names of code (_literal)
+        return len(v) >= 3 and not re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v)
+    return len(v) >= 8 and not _PHRASE.fullmatch(v)
+
+
+def _random(part: str) -> bool:
+    """A part of a dotted value that is a token, not a name: long, several digits, high entropy."""
+    return len(part) >= 16 and sum(c.isdigit() for c in part) >= 3 and entropy(part) > 3.5

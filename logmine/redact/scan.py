@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logmine.errors import LogmineError
-from logmine.redact.engine import Redactor
+from logmine.redact.engine import Finding, Redactor
+from logmine.redact.pseudonym import PLACEHOLDERS, Mask
 
 _TEXT_PROBE = 8192
 
@@ -27,6 +28,13 @@ class ScanReport:
     files: dict[str, Counter] = field(default_factory=dict)  # every file read, findings or none
     skipped: dict[str, str] = field(default_factory=dict)  # file -> why it was not read (binary, unreadable)
     bytes_read: int = 0
+    findings: list[tuple[str, Finding]] = field(default_factory=list)  # (file, finding), in reading order
+
+    def finding_rows(self) -> list[dict]:
+        """One dict per finding: ``file``, ``kind``, ``rule``, ``why`` (``format`` or ``context +
+        entropy N``), ``preview`` (what precedes it, and the value shortened) and ``digest``."""
+        return [{"file": name, "kind": f.kind, "rule": f.rule, "why": f.why, "preview": f.preview, "digest": f.digest}
+                for name, f in self.findings]
 
     @property
     def kinds(self) -> Counter:
@@ -54,8 +62,10 @@ class ScanReport:
                 "kinds": dict(self.kinds.most_common())}
 
 
-def scan(paths: Iterable[str | Path], redactor: Redactor | None = None) -> ScanReport:
-    """What redaction would replace in ``paths`` (files or directories, read recursively).
+def scan(paths: Iterable[str | Path], redactor: Redactor | None = None, mask: Mask = PLACEHOLDERS) -> ScanReport:
+    """What redaction would replace in ``paths`` (files or directories, read recursively), each
+    finding with its rule and why it counted. ``mask``: a store's, so that its pseudonyms (in an
+    export of that store) are known as replacements, not reported as secrets.
 
     Raises :class:`~logmine.errors.LogmineError` for a path that does not exist.
     """
@@ -65,7 +75,7 @@ def scan(paths: Iterable[str | Path], redactor: Redactor | None = None) -> ScanR
         if not path.exists():
             raise LogmineError(f"no such file or directory: {path}", hint="scan takes files and directories")
         for name, data in _files(path):
-            _scan_file(name, data, report, redactor)
+            _scan_file(name, data, report, redactor, mask)
     return report
 
 
@@ -93,11 +103,11 @@ def _members(name: str, data: bytes) -> Iterator[tuple[str, bytes]]:
         yield name, exc  # type: ignore[misc]
 
 
-def _scan_file(name: str, data, report: ScanReport, redactor: Redactor) -> None:
+def _scan_file(name: str, data, report: ScanReport, redactor: Redactor, mask: Mask) -> None:
     if isinstance(data, Exception):
         report.skipped[name] = f"unreadable: {data}"
         return
-    scanner = Redactor()  # over the shared rules; the counts of this file only
+    scanner = Redactor(mask=mask, findings=True)  # over the shared rules; the counts of this file only
     if name.endswith(".parquet"):
         if (why := _scan_parquet(data, scanner)) is not None:
             report.skipped[name] = why
@@ -115,6 +125,7 @@ def _scan_file(name: str, data, report: ScanReport, redactor: Redactor) -> None:
             scanner.redact_text(text)
     report.bytes_read += len(data)
     report.files[name] = scanner.counts
+    report.findings += [(name, f) for f in scanner.findings]
     redactor.counts.update(scanner.counts)
 
 

@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from logmine.errors import LogmineError
-from logmine.redact import Redactor, redact_table
+from logmine.redact import Mask, Redactor, redact_table, store_mask
 from logmine.store.catalog import (
     CATALOG,
     STALE_SQL,
@@ -89,6 +89,9 @@ class Store:
         self._redactor: Redactor | None = None  # made at the first commit (compiling the rules takes time)
         self._after_close: list[Callable[[], None]] = []
         self._lock = self._take_lock(read_only)
+        #: how secrets are replaced: pseudonyms under the store's key (``redaction.json``, made at the
+        #: first read-write open), or placeholders (docs/redaction.md)
+        self.mask: Mask = store_mask(self.root, create=not read_only)
         try:
             self.con = duckdb.connect(str(self.root / CATALOG), read_only=read_only)
         except duckdb.Error as exc:
@@ -234,8 +237,17 @@ class Store:
     def _gate(self) -> Redactor:
         """The redactor of the gate, made on first use (making one loads every rule)."""
         if self._redactor is None:
-            self._redactor = Redactor()
+            self._redactor = Redactor(mask=self.mask)
         return self._redactor
+
+    def redactor(self) -> Redactor:
+        """A new redactor with this store's mask: what a stage uses for text it writes outside the store."""
+        return Redactor(mask=self.mask)
+
+    def set_redact_style(self, style: str) -> None:
+        """Record ``style`` (``pseudonym`` or ``placeholder``) as this store's way of replacing secrets."""
+        self.mask = store_mask(self.root, style=style, create=True)
+        self._redactor = None
 
     def _upsert(self, table: str, rows: list[tuple]) -> None:
         """``INSERT OR REPLACE`` of whole rows, a later row winning over an earlier one with the same

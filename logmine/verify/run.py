@@ -7,6 +7,7 @@ work happens in sandbox processes).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -118,6 +119,7 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
     with nullcontext(store) if store is not None else Store(config.store) as store:
         if not store.con.execute("SELECT count(*) FROM tasks").fetchone()[0]:
             raise NothingToVerify.in_store(store.root)
+        options = dataclasses.replace(options, mask=store.mask)  # the start trees hold the log's pseudonyms
         calls: dict[str, dict] = {}
         todo = read_tasks(store, _TODO_SQL, {"inputs": config.inputs, "redo": list(config.redo)})
         items = [load_task(store, task, calls) for task in todo]

@@ -18,6 +18,7 @@ from pathlib import Path
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import detect
 from logmine.patch import PatchError
+from logmine.redact import PLACEHOLDERS, Mask
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.segment.records import Candidate, TaskInput
 from logmine.verify.edits import StartDiffered, explain, failing_path, patch_command, rooted
@@ -48,6 +49,7 @@ class VerifyOptions:
     env_mode: str = "auto"  # auto | host | built | none (logmine.verify.environment)
     repo_search: tuple[Path, ...] = ()
     plain_dirs: bool = False  # copy a working directory that is not a git repository (credentials left out)
+    mask: Mask = PLACEHOLDERS  # the store's (set by verify once the store is open)
 
 
 def verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
@@ -75,7 +77,7 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
             state = rebuild(task.start_state, item.prior, options.repo_map, Path(tmp) / "start",
                             options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits,
-                            own=item.actions, started=task.started_at)
+                            own=item.actions, started=task.started_at, mask=options.mask)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         except SandboxError as exc:  # replaying earlier shell edits: infrastructure, never the task's fault

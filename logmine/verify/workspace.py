@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from logmine.patch import FileOp, PatchError, rooted
+from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.records import Action, Repo, StartState
@@ -76,7 +77,8 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 
 def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
-            limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None) -> RebuiltTree:
+            limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
+            mask: Mask = PLACEHOLDERS) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
@@ -94,6 +96,11 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     nothing replayed changed, the author may have committed their work during the session: the newest
     commit of the clone made after the header commit and before the task ``started`` on which every one
     of the task's own patches applies is the start state instead (``later_commit``, :func:`_later_commit`).
+
+    ``mask``: the store's; with a key, the tree's text files are redacted with it as soon as they are
+    extracted, so that a secret in the code and the log's patches hold the same pseudonym (a patch
+    whose context holds one applies, and a test sees the value the code sees). What is exported as
+    the task's seeds is redacted the same way.
     """
     if recipe.repo.cwd and not recipe.repo.cwd.startswith("/"):
         raise NotRebuilt(f"the session ran in {recipe.repo.cwd}, not a POSIX path (a Windows session): "
@@ -110,7 +117,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
                              "with --plain-dirs, credential files left out)")
         try:
-            left_out = copy_tree(local, dest, max_bytes=PLAIN_DIR_MAX_BYTES)
+            left_out = copy_tree(local, dest, Redactor(mask=mask), max_bytes=PLAIN_DIR_MAX_BYTES)
         except TreeTooLarge as exc:
             raise NotRebuilt(f"{local} is not a git repository and holds more than "
                              f"{PLAIN_DIR_MAX_BYTES >> 20} MiB") from exc
@@ -125,7 +132,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         if method == "git_commit+patches" and recipe.ghost_commit:
             notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
-        notes += _links_note(_export(live, commit, dest))
+        notes += _links_note(_export(live, commit, dest, mask))
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
@@ -137,7 +144,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         except NotRebuilt as exc:
             unreplayed = exc
     if method == "git_commit+patches":
-        later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, unreplayed, failed)
+        later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, unreplayed, failed, mask)
         if later is not None:
             method, failed, unreplayed, notes = "later_commit", [], None, later
     if unreplayed is not None:
@@ -181,7 +188,7 @@ def _links_note(links: list[str]) -> list[str]:
 
 
 def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...], dest: Path,
-                 unreplayed: NotRebuilt | None, failed: list[str]) -> list[str] | None:
+                 unreplayed: NotRebuilt | None, failed: list[str], mask: Mask = PLACEHOLDERS) -> list[str] | None:
     """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
     work did not replay (``unreplayed``), or one of the task's ``ops`` fails on a file nothing replayed
     changed — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
@@ -191,14 +198,14 @@ def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[F
     if path and failed:  # as explain says it: the failed edit may be the one the patch expected
         evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
                               f"({', '.join(failed[:3])})")
-    elif path and _unchanged(live, commit, dest, path):
+    elif path and _unchanged(live, commit, dest, path, mask):
         evidence = StartDiffered(path)
-    later = _later_commit(live, commit, started, ops) if evidence else None
+    later = _later_commit(live, commit, started, ops, mask) if evidence else None
     if later is None:
         return None
     shutil.rmtree(dest)
     dest.mkdir()
-    links = _export(live, later.sha, dest)
+    links = _export(live, later.sha, dest, mask)
     why = (f"the author's tree had differed from the session's commit {commit[:12]} at {evidence.path}"
            if isinstance(evidence, StartDiffered) else
            f"the earlier work did not replay on the session's commit {commit[:12]}: {str(evidence)[:160]}")
@@ -224,19 +231,23 @@ def _own_ops(own: tuple[Action, ...], cwd: str, root: str) -> tuple[FileOp, ...]
     return tuple(ops)
 
 
-def _blob(live: Path, commit: str, path: str) -> bytes | None:
-    """The bytes of ``path`` in ``commit`` of ``live``, else None (not in that commit)."""
+def _blob(live: Path, commit: str, path: str, mask: Mask = PLACEHOLDERS) -> bytes | None:
+    """The bytes of ``path`` in ``commit`` of ``live``, else None (not in that commit); redacted as
+    :func:`_export` redacts a tree with ``mask``."""
     done = subprocess.run(["git", "-C", str(live), "show", f"{commit}:{path}"], capture_output=True)
-    return done.stdout if done.returncode == 0 else None
+    if done.returncode != 0:
+        return None
+    return redact_bytes(done.stdout, Redactor(mask=mask)) if mask.key and b"\0" not in done.stdout[:8192] else done.stdout
 
 
-def _unchanged(live: Path, commit: str, tree: Path, path: str) -> bool:
+def _unchanged(live: Path, commit: str, tree: Path, path: str, mask: Mask = PLACEHOLDERS) -> bool:
     """Is ``tree/path`` still the file ``commit`` holds (nothing replayed changed it)?"""
-    held = _blob(live, commit, path)
+    held = _blob(live, commit, path, mask)
     return held is not None and (tree / path).is_file() and (tree / path).read_bytes() == held
 
 
-def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...]) -> _Commit | None:
+def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...],
+                  mask: Mask = PLACEHOLDERS) -> _Commit | None:
     """The newest commit of ``live`` (any ref) made after ``commit`` and no later than ``started`` on
     which all of ``ops`` apply in order, else None. Only a task that changes an existing file can show
     that a commit is its start: ``ops`` must update, move or delete one."""
@@ -249,7 +260,7 @@ def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[
                    reverse=True)[:LATER_COMMITS_TRIED]
     for when, sha in found:
         def text(rel: str, sha: str = sha) -> str | None:
-            held = _blob(live, sha, rel)
+            held = _blob(live, sha, rel, mask)
             try:
                 return None if held is None else held.decode()
             except UnicodeDecodeError:
@@ -297,10 +308,11 @@ def _git(repo: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _export(repo: Path, commit: str, dest: Path) -> list[str]:
-    """Extract ``commit``'s tree into ``dest``; returns the links left out (to absolute paths or out
-    of the tree: a repository may commit a link to its author's home, which must never be followed).
-    A clone that lacks objects of the tree (partial, shallow or damaged) is :class:`NotRebuilt`."""
+def _export(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS) -> list[str]:
+    """Extract ``commit``'s tree into ``dest``, its text redacted when ``mask`` has a key (pseudonyms);
+    returns the links left out (to absolute paths or out of the tree: a repository may commit a link
+    to its author's home, which must never be followed). A clone that lacks objects of the tree
+    (partial, shallow or damaged) is :class:`NotRebuilt`."""
     left_out: list[str] = []
 
     def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
@@ -330,6 +342,8 @@ def _export(repo: Path, commit: str, dest: Path) -> list[str]:
         why = said[0] if said else failure or f"exit {code}"
         raise NotRebuilt(f"git archive of {commit[:12]} failed: the clone lacks objects of its tree or cannot "
                          f"be read ({why})")
+    if mask.key:
+        redact_tree(dest, Redactor(mask=mask))
     return left_out
 
 

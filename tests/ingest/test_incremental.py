@@ -91,6 +91,8 @@ def test_kill_9_then_rerun_equals_a_clean_run(tmp_path):
     _ingest(clean, corpus)
     expected = _events(clean), query(clean, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
     store = tmp_path / "store"
+    store.mkdir()  # the clean run's key: the same pseudonyms
+    shutil.copy(clean / "redaction.json", store)
     cmd = [sys.executable, "-m", "logmine", "ingest", str(corpus), "--store", str(store), "--batch-mb", "1", "-q"]
     left = []  # the killed runs' forkservers and workers
     for delay in (0.5, 1.0, 1.5, 2.0, 3.0):

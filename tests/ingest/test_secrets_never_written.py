@@ -39,7 +39,7 @@ def test_planted_secrets_are_redacted_everywhere(tmp_path):
     planted.write_text("\n".join(lines) + "\n")
     assert all(secret in planted.read_text() for secret in (GITHUB, OPENAI, AWS, "hunter2FAKEpass"))
     store = tmp_path / "store"
-    summary = ingest(IngestConfig(paths=(planted.parent,), store=store))
+    summary = ingest(IngestConfig(paths=(planted.parent,), store=store, redact_style="placeholder"))
     assert summary.quarantined == 1
     for part in store.rglob("*.parquet"):
         text = pq.read_table(part).to_pandas().to_csv()

@@ -68,7 +68,9 @@ def _variants(text: str) -> dict[str, str]:
 
 
 def _pieces(value: str) -> tuple[str, ...]:
-    return tuple(p for p in value.splitlines() if len(p) > 8) or (value,)
+    """The lines of ``value`` that hold secret text: not a PEM block's armour lines, which a
+    format-preserving pseudonym keeps (``-----BEGIN RSA PRIVATE KEY-----`` is no secret)."""
+    return tuple(p for p in value.splitlines() if len(p) > 8 and not p.startswith("-----")) or (value,)
 
 
 def planted(seed: int | str | None = None) -> list[Planted]:

@@ -19,6 +19,7 @@ from redact.planted import planted
 
 import logmine
 from logmine.ingest.records import TABLES as INGEST_TABLES
+from logmine.redact import store_mask
 from logmine.store import Store, StoreError
 from logmine.store.catalog import STATE_TEXT, TABLES
 from logmine.store.parts import write_part
@@ -81,6 +82,7 @@ def test_every_table_is_gated_at_commit_unless_redacted_at_source(tmp_path):
 
 def test_state_keys_and_fingerprints_are_kept_as_given(tmp_path):
     text = PLANTED[0].text
+    store_mask(tmp_path / "store", style="placeholder", create=True)  # marks to find
     with Store(tmp_path / "store") as store:
         store.commit({}, _live_state(text))
         reason, inputs = store.con.execute("SELECT reason, inputs FROM verified").fetchone()
