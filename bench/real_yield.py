@@ -11,11 +11,12 @@ recorded cwd to a fresh clone with ``--repo-map``), ``export tmax`` (every bundl
   made during the session, ``later``, are counted apart: docs/verify.md);
 - exported bundles that reproduce 0 -> 1, target all.
 
-It fetches nothing. ``--corpus DIR`` holds ``sessions/<project>/*.jsonl`` (Codex session files) and
+``--corpus DIR`` holds ``sessions/<project>/*.jsonl`` (Codex session files) and
 ``clones/<project>/`` (a fresh ``git clone`` of the project's repository: no ``.venv``, no
 ``node_modules``), ``<project>`` being ``owner__name``; an optional ``manifest.json`` (a list of
 ``{"project": "owner/name", "session": "sessions/…/file.jsonl"}``) narrows the sessions taken. How to
-make one is in ``bench/README.md``.
+make one is in ``bench/README.md``; ``--fetch`` makes it first from ``bench/real_yield_sources.json`` (104
+sessions of 14 projects; git and github.com needed).
 
     python bench/real_yield.py --corpus ~/real-sessions [--project owner__name ...] [--out DIR] [--timeout 60]
 """
@@ -31,17 +32,33 @@ from pathlib import Path, PurePosixPath
 
 import duckdb
 
+sys.path.insert(0, str(Path(__file__).parent))
+from corpus import fetch  # noqa: E402
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+
+def corpus_parser(description: str, out: str) -> argparse.ArgumentParser:
+    """The options every script over such a corpus takes: ``--corpus``, ``--project``, ``--out``,
+    ``--timeout``, ``--jobs``."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--corpus", type=Path, required=True, help="sessions/<project>/ and clones/<project>/")
     parser.add_argument("--project", action="append", help="only these projects (owner__name), repeatable")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/logmine-real-yield"), help="stores and exports")
+    parser.add_argument("--out", type=Path, default=Path(out), help="stores and exports")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per replayed or grading command")
     parser.add_argument("--jobs", type=int, default=2)
+    return parser
+
+
+def main() -> None:
+    parser = corpus_parser(__doc__.split("\n\n")[0], "/tmp/logmine-real-yield")
+    parser.add_argument("--fetch", action="store_true",
+                        help="first make the corpus in --corpus from bench/real_yield_sources.json (git, github.com)")
     parser.add_argument("--no-export", action="store_true", help="stop after verify (no bundle checks)")
+    parser.add_argument("--redact-style", choices=["pseudonym", "placeholder"], default="pseudonym",
+                        help="what a secret becomes in the store (logmine ingest --redact-style)")
     args = parser.parse_args()
     corpus = args.corpus.resolve()
+    if args.fetch:
+        fetch(json.loads((Path(__file__).parent / "real_yield_sources.json").read_text()), corpus, clones=True)
     projects = _projects(corpus, args.project)
     if not projects:
         sys.exit(f"real_yield: no project with sessions under {corpus}/sessions and a clone under {corpus}/clones")
@@ -100,12 +117,12 @@ def _repo_maps(store: Path, clone: Path) -> list[str]:
     return [f"{old}={new}" for old, new in sorted(maps.items())]
 
 
-def _run_project(name: str, sessions: list[Path], clone: Path, args) -> dict:
-    work = args.out / name
+def _run_project(name: str, sessions: list[Path], clone: Path, args, work: Path | None = None) -> dict:
+    work = work or args.out / name
     store, tmax = work / "store", work / "tmax"
     subprocess.run(["rm", "-rf", str(work)], check=True)
     work.mkdir(parents=True)
-    _logmine("ingest", *map(str, sessions), "--store", str(store), "--quiet")
+    _logmine("ingest", *map(str, sessions), "--store", str(store), "--redact-style", args.redact_style, "--quiet")
     _logmine("segment", "--store", str(store), "--quiet")
     maps = [flag for m in _repo_maps(store, clone) for flag in ("--repo-map", m)]
     _logmine("verify", "--store", str(store), *maps, "--timeout", str(args.timeout), "--jobs", str(args.jobs), "--quiet")

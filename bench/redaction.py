@@ -29,14 +29,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from corpus import fetch  # noqa: E402
 
 from logmine.redact import engine, patterns  # noqa: E402
 from logmine.redact.engine import Redactor  # noqa: E402
@@ -153,30 +154,6 @@ def _dump(path: Path, clear: dict, labels: dict, runs: dict) -> None:
     print(f"findings with their values (private; never commit): {path}")
 
 
-def fetch(corpus: Path) -> None:
-    """Make ``corpus/sessions/...`` from :data:`SOURCES`: clone each repository (no blobs until read)
-    and copy each file from its commit."""
-    sources = json.loads(SOURCES.read_text())
-    corpus.mkdir(parents=True, exist_ok=True)
-    (corpus / "sources.json").write_text(json.dumps(sources, indent=1))
-    with tempfile.TemporaryDirectory() as tmp:
-        for repo in sorted({s["repo"] for s in sources}):
-            clone = Path(tmp) / repo.replace("/", "__")
-            done = subprocess.run(["git", "clone", "-q", "--filter=blob:none", "--no-checkout",
-                                   f"https://github.com/{repo}", str(clone)], capture_output=True, text=True)
-            if done.returncode:
-                print(f"{repo}: clone failed: {done.stderr.strip()[:200]}")
-                continue
-            for s in (s for s in sources if s["repo"] == repo):
-                blob = subprocess.run(["git", "-C", str(clone), "show", f"{s['commit']}:{s['path']}"], capture_output=True)
-                if blob.returncode:
-                    print(f"{repo}: {s['path']} not at {s['commit'][:12]}")
-                    continue
-                (corpus / s["file"]).parent.mkdir(parents=True, exist_ok=True)
-                (corpus / s["file"]).write_bytes(blob.stdout)
-    print(f"corpus: {corpus}")
-
-
 def _print(figures: dict) -> None:
     print(f"files: {figures['files']}")
     for name in ("before", "after"):
@@ -201,7 +178,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.fetch:
-        fetch(args.fetch)
+        fetch(json.loads(SOURCES.read_text()), args.fetch)
         return
     if not args.corpus:
         parser.error("--corpus or --fetch")

@@ -1,4 +1,5 @@
-"""``logmine doctor`` and ``logmine scan``: check a store, and check what would be published."""
+"""``logmine doctor``, ``logmine scan`` and ``logmine sql``: check a store, check what would be published,
+and query a store."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def scan_cmd(
         fail(f"no such file or directory: {missing[0]}")
     report = scan(paths, mask=store_mask(store_path(store)))
     if as_json:
-        out.print_json(json.dumps({**report.summary(), "files": report.rows(), "findings": report.finding_rows(),
+        out.print_json(json.dumps({**report.summary(), "files": report.rows(), "found": report.finding_rows(),
                                    "skipped": report.skipped}))
     else:
         _render_scan(report, limit)
@@ -82,3 +83,53 @@ def _render_scan(report, limit: int) -> None:
         out.print(found)
     out.print(f"{summary['findings']} finding(s) in {summary['files_with_findings']} of {summary['files_read']} "
               f"files read ({summary['files_skipped']} skipped, {summary['bytes_read']} bytes)", highlight=False)
+
+
+@app.command("sql")
+def sql_cmd(
+    query: Annotated[str, typer.Argument(help="A DuckDB query over the store's views (sessions, events, "
+                                         "tool_calls, tasks, verifiers, …).")],
+    store: StoreOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per row, one per line.")] = False,
+    csv: Annotated[bool, typer.Option("--csv", help="CSV with a header line.")] = False,
+    limit: Annotated[int, typer.Option(help="Rows shown in the table (--json and --csv print all).", min=1)] = 50,
+) -> None:
+    """Query a store with SQL, read-only, from any directory and after the store was moved: the same
+    views as ``logmine.open_store(path)`` in Python."""
+    import duckdb
+
+    from logmine.store import open_store
+
+    con = open_store(store_path(store))
+    try:
+        cur = con.execute(query)
+        if cur.description is None:
+            return
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        fail(f"query failed: {str(exc).splitlines()[0]}")
+    finally:
+        con.close()
+    _print_rows(names, rows, "json" if as_json else "csv" if csv else "table", limit)
+
+
+def _print_rows(names: list[str], rows: list[tuple], how: str, limit: int) -> None:
+    import sys
+
+    if how == "json":
+        for row in rows:
+            sys.stdout.write(json.dumps(dict(zip(names, row)), default=str, ensure_ascii=False) + "\n")
+    elif how == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows(rows)
+    else:
+        table = Table(*names)
+        for row in rows[:limit]:
+            table.add_row(*(escape("" if v is None else str(v)) for v in row))
+        out.print(table)
+        more = f" (first {limit} shown: --limit, --json or --csv for all)" if len(rows) > limit else ""
+        out.print(f"{len(rows)} row(s){more}", highlight=False)

@@ -116,14 +116,8 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
                              "with --plain-dirs, credential files left out)")
-        try:
-            left_out = copy_tree(local, dest, Redactor(mask=mask), max_bytes=PLAIN_DIR_MAX_BYTES)
-        except TreeTooLarge as exc:
-            raise NotRebuilt(f"{local} is not a git repository and holds more than "
-                             f"{PLAIN_DIR_MAX_BYTES >> 20} MiB") from exc
         root, live = cwd, local
-        notes.append(f"{local} is not a git repository: its files were copied (redacted; "
-                     f"{len(left_out)} credential file(s) left out)")
+        notes.append(_copy_plain(local, dest, mask))
     else:
         live = Path(top)
         rel = os.path.relpath(local.resolve(), live.resolve())
@@ -155,6 +149,17 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
                      + ", ".join(missing[:3]))
     _snapshot(dest)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed))
+
+
+def _copy_plain(local: Path, dest: Path, mask: Mask) -> str:
+    """Copy a working directory that is not a repository into ``dest``, redacted, credential files left out."""
+    try:
+        left_out = copy_tree(local, dest, Redactor(mask=mask), max_bytes=PLAIN_DIR_MAX_BYTES)
+    except TreeTooLarge as exc:
+        raise NotRebuilt(f"{local} is not a git repository and holds more than "
+                         f"{PLAIN_DIR_MAX_BYTES >> 20} MiB") from exc
+    return (f"{local} is not a git repository: its files were copied (redacted; "
+            f"{len(left_out)} credential file(s) left out)")
 
 
 def _agent_home(path: str) -> bool:

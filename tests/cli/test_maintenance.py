@@ -24,6 +24,7 @@ def test_scan_finds_planted_secrets_per_kind_and_file(tmp_path):
     assert report["files_read"] == 2 and report["files_with_findings"] == 1
     assert report["findings"] >= len(secrets) // 2 and {"jwt", "google_api_key", "private_key"} <= set(report["kinds"])
     assert all(row["file"].endswith("notes.txt") for row in report["files"])
+    assert len(report["found"]) == report["findings"] and {"kind", "rule", "why", "preview"} <= set(report["found"][0])
     clean = runner.invoke(app, ["scan", str(tmp_path / "clean.txt")])
     assert clean.exit_code == 0 and "0 finding(s) in 0 of 1 files read" in clean.output
     missing = runner.invoke(app, ["scan", str(tmp_path / "nope")])

@@ -100,6 +100,16 @@ class Ingested:
     def context(self) -> str:
         return f"\nsummary: {self.summary!r}\n{self.gen.run.log(3000)}"
 
+    def pseudonyms(self) -> dict[str, str]:
+        """What each planted secret became in this store: its pseudonym under the store's key."""
+        from logmine.redact import store_mask
+
+        mask = store_mask(self.store)
+        return {name: mask(self.gen.secrets[name], "secret") for name in self.gen.template["secrets"]}
+
+    def pattern(self, template_text: str) -> re.Pattern:
+        return redacted_pattern(template_text, self.pseudonyms())
+
 
 def _require_run(gen: Generated) -> None:
     run = gen.run
@@ -132,12 +142,12 @@ def ingested(generated: Generated, tmp_path_factory) -> Ingested:
 # expectations from the scenario
 # --------------------------------------------------------------------------
 
-def redacted_pattern(template_text: str) -> re.Pattern:
-    """A regex for a scenario text after redaction: each ${FAKE_...} becomes one
-    ``[REDACTED:...]``; the word the secret is glued to (``KEY=``) may have been
-    redacted with it, the rest of the text must be verbatim."""
+def redacted_pattern(template_text: str, pseudonyms: dict[str, str]) -> re.Pattern:
+    """A regex for a scenario text after redaction: each ${FAKE_...} becomes its pseudonym
+    (``pseudonyms``, by the secret's name) or one ``[REDACTED:...]``; the word the secret is glued
+    to (``KEY=``) may have been redacted with it, the rest of the text must be verbatim."""
     parts = PLACEHOLDER.split(template_text)
-    literals = parts[0::2]
+    literals, names = parts[0::2], parts[1::2]
     out: list[str] = []
     for i, lit in enumerate(literals):
         head, body, tail = "", lit, ""
@@ -153,7 +163,7 @@ def redacted_pattern(template_text: str) -> re.Pattern:
         if tail:
             out.append(f"(?:{re.escape(tail)})?")
         if i < len(literals) - 1:
-            out.append(REDACTED.pattern)
+            out.append(f"(?:{REDACTED.pattern}|{re.escape(pseudonyms[names[i]])})")
     return re.compile("".join(out), re.S)
 
 
@@ -243,7 +253,7 @@ def test_user_prompts(ingested: Ingested):
     want = drv.scenario_prompts(ingested.gen.template)
     assert len(got) == len(want), f"prompts: got {got!r}, want {want!r}"
     for g, w in zip(got, want):
-        assert redacted_pattern(w).fullmatch(g or ""), f"prompt {g!r} does not match {w!r} (secrets redacted)"
+        assert ingested.pattern(w).fullmatch(g or ""), f"prompt {g!r} does not match {w!r} (secrets redacted)"
 
 
 def _tool_calls(ingested: Ingested) -> list[dict]:
@@ -283,7 +293,7 @@ def test_shell_commands_and_exit_codes(ingested: Ingested):
     got = [(c["command"], c["exit_code"]) for c in shell]
     assert len(shell) == len(runs), f"shell commands: got {got}, want {[r['run'] for r in runs]}"
     for c, r in zip(shell, runs):
-        assert redacted_pattern(r["run"]).fullmatch(c["command"]), \
+        assert ingested.pattern(r["run"]).fullmatch(c["command"]), \
             f"command {c['command']!r} does not match {r['run']!r} (secrets redacted)"
         assert c["exit_code"] == r["expect_exit"], f"exit code of {c['command']!r}: {c}"
         assert c["duration_s"] is not None and c["duration_s"] >= 0, c
@@ -340,16 +350,17 @@ def test_secrets_redacted_everywhere(ingested: Ingested):
                         leaks.append(f"{f.relative_to(ingested.store)}:{col}[{i}] holds {label}")
     assert not leaks, "planted fake secrets leaked into the store:\n" + "\n".join(leaks)
 
-    n = ingested.con.execute(
-        "SELECT count(*) FROM events WHERE session_id = ? AND (text LIKE '%[REDACTED:%' "
-        "OR command LIKE '%[REDACTED:%' OR arguments LIKE '%[REDACTED:%')", [ingested.session_id]).fetchone()[0]
-    assert n > 0, "no [REDACTED: placeholder in events"
+    pseudonyms = ingested.pseudonyms()
+    texts = [" ".join(filter(None, r)) for r in ingested.con.execute(
+        "SELECT text, command, arguments FROM events WHERE session_id = ?", [ingested.session_id]).fetchall()]
+    replaced = {name for name, p in pseudonyms.items() if any(p in t for t in texts)}
+    assert replaced, f"no pseudonym of a planted secret in events: {pseudonyms}"
     # the secret printed by `cat deploy.env` is redacted in that call's output, the rest kept
     cat = next(f["call_id"] for f in _expected_calls(gen) if f.get("run") == "cat deploy.env")
     outs = [r["text"] or "" for r in ingested.rows(
         "SELECT text FROM events WHERE session_id = ? AND kind = 'tool_output' AND call_id = ?",
         ingested.session_id, cat)]
-    assert any("DEPLOY_HOST=deploy.example.invalid" in t and REDACTED.search(t) for t in outs), \
+    assert any("DEPLOY_HOST=deploy.example.invalid" in t and any(p in t for p in pseudonyms.values()) for t in outs), \
         f"output of `cat deploy.env` lacks the redacted token: {outs!r}"
 
 
@@ -371,7 +382,7 @@ def test_segment_matches_the_worked_repository(ingested: Ingested):
     prompts = [t["prompt"] for t in ingested.gen.template["turns"]]
     assert summary.tasks == len(tasks) == len(prompts), ingested.context()
     for task, template in zip(tasks, prompts):
-        assert redacted_pattern(template).fullmatch(task["prompt"]), (task["prompt"], template)
+        assert ingested.pattern(template).fullmatch(task["prompt"]), (task["prompt"], template)
     first = ingested.rows("SELECT * FROM verifiers WHERE task_id = ? AND kind = 'test_command'", tasks[0]["task_id"])
     assert [v["fail_to_pass"] for v in first] == [True] and first[0]["command"] == "python3 -B -m unittest -q"
     # the tasks' net changes, put together, are `git diff` of the worked repository since the start
