@@ -74,7 +74,7 @@ def exit_without_teardown(app) -> None:
 COMMAND_MODULES = {
     "ingest": "ingest", "stats": "ingest", "segment": "segment", "verify": "verify", "export": "export",
     "train": "train", "filter": "evaluate", "eval": "evaluate", "run": "run", "doctor": "maintenance",
-    "scan": "maintenance", "env": "env", "yield": "funnel",
+    "scan": "maintenance", "sql": "maintenance", "env": "env", "yield": "funnel",
 }
 
 

@@ -11,7 +11,8 @@ is recorded with its current size and mtime, the full run would settle every fil
 (:func:`logmine.ingest.source.unchanged`), so the summary it would print is known.
 
 Anything else makes the full run go ahead: a catalog written since (any command that opens the store
-to write, which also refreshes its views), a file added, touched, missing or unreadable, a directory
+to write, which also refreshes its views), a part of the store added, missing or changed (its size
+or mtime), a file added, touched, missing or unreadable, a directory
 that cannot be listed, a store another process holds, a record from another logmine. A full run
 deletes the record when it starts and writes it again only when it ends cleanly.
 """
@@ -51,7 +52,7 @@ def record(store: Path, files: dict[str, tuple[int, int, int]]) -> None:
     catalog = _identity(store)
     if catalog is None:
         return
-    body = {"format": FORMAT, "logmine": __version__, "catalog": catalog,
+    body = {"format": FORMAT, "logmine": __version__, "catalog": catalog, "parts": _parts(store),
             "files": {path: list(entry) for path, entry in files.items()}}
     part = store / f".{SEEN}.{os.getpid()}.tmp"
     try:
@@ -70,7 +71,7 @@ def quick_summary(store: Path, inputs: Sequence[Path]) -> IngestSummary | None:
             fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)  # not while a writer holds the store
             body = json.loads((store / SEEN).read_bytes())
             if (body.get("format"), body.get("logmine")) != (FORMAT, __version__) \
-                    or body.get("catalog") != _identity(store):
+                    or body.get("catalog") != _identity(store) or body.get("parts") != _parts(store):
                 return None
             known: dict[str, list[int]] = body["files"]
             files, bad = discover(list(inputs))
@@ -87,6 +88,22 @@ def quick_summary(store: Path, inputs: Sequence[Path]) -> IngestSummary | None:
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     return summary
+
+
+def _parts(store: Path) -> dict[str, list[int]]:
+    """Every Parquet file of the store's table directories with its size and mtime: a part deleted,
+    damaged or replaced since the record was written sends the run down the full path, which heals
+    it (the store drops the part and marks its source files for reading again)."""
+    found: dict[str, list[int]] = {}
+    with os.scandir(store) as tables:
+        for table in tables:
+            if table.is_dir(follow_symlinks=False):
+                with os.scandir(table.path) as parts:
+                    for part in parts:
+                        if part.name.endswith(".parquet"):
+                            st = part.stat()
+                            found[f"{table.name}/{part.name}"] = [st.st_size, st.st_mtime_ns]
+    return found
 
 
 def _identity(store: Path) -> list[int] | None:

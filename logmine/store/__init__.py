@@ -3,7 +3,8 @@
 - :mod:`.tables`: the pyarrow schema of every table;
 - :mod:`.catalog`: which generation column and state table make a table's rows live, and the views;
 - :mod:`.parts`: the health of the Parquet parts (missing, unreadable);
-- :mod:`.core`: :class:`Store`, atomic commits of parts and state.
+- :mod:`.core`: :class:`Store`, atomic commits of parts and state;
+- :mod:`.query`: :func:`open_store`, a read-only DuckDB connection whose views work wherever the store is.
 
 Nothing here imports a stage package; every stage imports this one.
 
@@ -14,9 +15,9 @@ builds tables (ingest's workers: :mod:`.parts`, :mod:`.rows`) never imports Duck
 import importlib
 
 _HOMES = {"CATALOG": "catalog", "DEFAULT_STORE": "catalog", "Store": "core", "StoreError": "core",
-          "fetch_dicts": "core", "PartProblem": "parts"}
+          "fetch_dicts": "core", "PartProblem": "parts", "open_store": "query"}
 
-__all__ = ["CATALOG", "DEFAULT_STORE", "PartProblem", "Store", "StoreError", "fetch_dicts"]
+__all__ = ["CATALOG", "DEFAULT_STORE", "PartProblem", "Store", "StoreError", "fetch_dicts", "open_store"]
 
 
 def __getattr__(name: str):

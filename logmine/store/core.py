@@ -12,7 +12,9 @@ Layout of ``DIR``::
 Relocation: the catalog records each part by its file name only; the views are rebuilt from the store's
 absolute path whenever it is opened (as temporary views when it is opened read-only), so a store works
 from any directory, after ``mv``, and a ``cp -r`` copy reads only its own parts. The views persisted
-in the catalog (for plain DuckDB readers) name absolute paths as of the last read-write open.
+in the catalog (for plain DuckDB readers) name absolute paths as of the last open: a read-only open
+that finds them naming another directory rewrites them when it can write the store
+(:meth:`Store._rewrite_moved_views`); :func:`logmine.store.query.open_store` needs neither.
 
 Missing parts: each registered part is checked when the store opens (:mod:`.parts`: a stat and the
 Parquet magic). A missing or unreadable part is left out of the views and reported in
@@ -92,11 +94,9 @@ class Store:
         #: how secrets are replaced: pseudonyms under the store's key (``redaction.json``, made at the
         #: first read-write open), or placeholders (docs/redaction.md)
         self.mask: Mask = store_mask(self.root, create=not read_only)
-        try:
-            self.con = duckdb.connect(str(self.root / CATALOG), read_only=read_only)
-        except duckdb.Error as exc:
-            self._lock.close()
-            raise StoreError(f"cannot open catalog {self.root / CATALOG}: {exc}") from exc
+        self._connect()
+        if read_only and self._moved():
+            self._rewrite_moved_views()
         if read_only:
             self._next_gen = 0
             self._usable_parts()
@@ -113,6 +113,46 @@ class Store:
         self._migrate_part_paths()
         self._delete_orphans()
         self.refresh_views()
+
+    def _connect(self) -> None:
+        try:
+            self.con = duckdb.connect(str(self.root / CATALOG), read_only=self.read_only)
+        except duckdb.Error as exc:
+            self._lock.close()
+            raise StoreError(f"cannot open catalog {self.root / CATALOG}: {exc}") from exc
+
+    def _moved(self) -> bool:
+        """Do the catalog's persisted views name another directory's parts (the store was moved)?"""
+        name, spec = next(iter(TABLES.items()))
+        row = self.con.execute("SELECT sql FROM duckdb_views() WHERE NOT temporary AND view_name = ?",
+                               [spec.view]).fetchone()
+        return row is not None and str(self.root / name / "_empty.parquet").replace("'", "''") not in row[0]
+
+    def _rewrite_moved_views(self) -> None:
+        """A read-only open of a moved store rewrites the catalog's views for the new place (nothing
+        else: a missing part stays registered, left out of the views) when nobody else holds the store
+        and it can be written, so that a plain ``duckdb.connect`` works again; then it reopens
+        read-only. Otherwise the temporary views of this open are enough."""
+        self.con.close()
+        self._lock.close()
+        try:
+            self._lock = self._take_lock(False)
+            try:
+                self.con = duckdb.connect(str(self.root / CATALOG))
+                try:
+                    if all(_has_schema(self.root / n / "_empty.parquet", spec.schema) for n, spec in TABLES.items()):
+                        self._usable_parts()
+                        self._create_views()
+                        log.info("store %s was moved: its views now name this directory", self.root)
+                finally:
+                    self.con.close()
+            finally:
+                self._lock.close()
+        except (StoreError, duckdb.Error, OSError) as exc:
+            log.info("store %s was moved; its views could not be rewritten: %s", self.root, exc)
+        self.problems, self.unusable_parts, self._unusable = [], [], set()
+        self._lock = self._take_lock(True)
+        self._connect()
 
     def _take_lock(self, read_only: bool):
         root = self.root
@@ -141,6 +181,12 @@ class Store:
                 then()
         finally:
             self._lock.close()
+
+    def detach(self) -> duckdb.DuckDBPyConnection:
+        """Hand over the catalog's connection (its temporary views included) and let go of the store's
+        lock; DuckDB's own lock on the catalog file still keeps writers out while it is open."""
+        self._lock.close()
+        return self.con
 
     def after_close(self, then: Callable[[], None]) -> None:
         """Call ``then`` when the catalog is closed, before the lock is released (nothing else can

@@ -55,7 +55,8 @@ def test_an_unchanged_rerun_is_answered_as_the_full_run_answers_it(tmp_path):
     assert _quick(store, *subset)["files"] == {"seen": 2, "unchanged": 2}
 
 
-@pytest.mark.parametrize("change", ["touch", "append", "add", "remove_record", "catalog_written", "wal", "version"])
+@pytest.mark.parametrize("change", ["touch", "append", "add", "remove_record", "catalog_written", "wal", "version",
+                                    "part_deleted", "part_replaced"])
 def test_any_change_sends_the_rerun_to_the_full_run(tmp_path, change):
     corpus, store = _corpus(tmp_path), tmp_path / "store"
     _full(store, corpus)
@@ -77,6 +78,11 @@ def test_any_change_sends_the_rerun_to_the_full_run(tmp_path, change):
     elif change == "version":
         body = json.loads((store / seen.SEEN).read_text())
         (store / seen.SEEN).write_text(json.dumps({**body, "logmine": "0.0.0"}))
+    elif change == "part_deleted":  # the full run drops it and reads its files again
+        next((store / "events").glob("part-*.parquet")).unlink()
+    elif change == "part_replaced":  # a damaged or foreign part: same name, other bytes
+        part = next((store / "sessions").glob("part-*.parquet"))
+        part.write_bytes(part.read_bytes()[:-9] + b"PAR1")
     assert _quick(store, corpus) is None
     if change != "wal":
         _full(store, corpus)

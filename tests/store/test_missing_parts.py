@@ -3,6 +3,8 @@ warning, and healed by the next ingest (its source files are re-read)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import FIXTURES, query
@@ -63,3 +65,14 @@ def test_check_parts_reads_every_part(tmp_path):
         assert opened.problems == []  # the cheap check at open sees a plausible file
         deep = opened.check_parts()
     assert [p.path for p in deep] == [f"events/{part.name}"] and deep[0].kind == "unreadable"
+
+
+def test_the_ingest_command_heals_a_deleted_part_although_no_input_changed(tmp_path):
+    """The unchanged-input shortcut of ``logmine ingest`` (``logmine.ingest.seen``) notices the part."""
+    store = tmp_path / "store"
+    command = [sys.executable, "-m", "logmine", "ingest", str(SESSION), "--store", str(store), "-q"]
+    subprocess.run(command, check=True, capture_output=True)
+    n = query(store, "SELECT count(*) AS n FROM events")[0]["n"]
+    next((store / "events").glob("part-*.parquet")).unlink()
+    subprocess.run(command, check=True, capture_output=True)
+    assert query(store, "SELECT count(*) AS n FROM events")[0]["n"] == n > 0

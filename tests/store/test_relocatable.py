@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
+import duckdb
+import pytest
 from conftest import FIXTURES, query
+from typer.testing import CliRunner
 
+import logmine
+from logmine.cli.commands import app
 from logmine.ingest.report import stats
 from logmine.ingest.run import IngestConfig, ingest
 from logmine.store import Store
@@ -74,3 +80,44 @@ def test_copy_is_independent_of_its_original(tmp_path):
         assert any("events/part-" in p for p in opened.problems)
     assert stats(copy)["by_version"][0]["events"] == 0
     assert _events(store) > 0
+
+
+def test_a_plain_duckdb_connection_works_after_a_move_once_logmine_opened_the_store(tmp_path):
+    store = _ingest_relative(tmp_path)
+    n = _events(store)
+    moved = tmp_path / "moved"
+    shutil.move(store, moved)
+    with pytest.raises(duckdb.IOException):  # the persisted views still name the old place
+        duckdb.connect(str(moved / "catalog.duckdb"), read_only=True).execute("SELECT count(*) FROM events")
+    stats(moved)  # a read-only command rewrites them for the new place
+    con = duckdb.connect(str(moved / "catalog.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM events").fetchone()[0] == n
+    finally:
+        con.close()
+
+
+def test_open_store_and_logmine_sql_read_a_moved_store_from_any_cwd(tmp_path, monkeypatch):
+    store = _ingest_relative(tmp_path)
+    n = _events(store)
+    moved = tmp_path / "moved"
+    shutil.move(store, moved)
+    os.chmod(moved / "catalog.duckdb", 0o444)  # the views cannot be rewritten: open_store needs no rewrite
+    monkeypatch.chdir(tmp_path)
+    try:
+        con = logmine.open_store(moved)
+        try:
+            assert con.execute("SELECT count(*) FROM events").fetchone()[0] == n
+        finally:
+            con.close()
+        done = CliRunner().invoke(app, ["sql", "SELECT kind, count(*) AS n FROM events GROUP BY kind",
+                                        "--store", str(moved), "--json"])
+        assert done.exit_code == 0, done.output
+        rows = [json.loads(line) for line in done.output.splitlines()]
+        assert sum(r["n"] for r in rows) == n
+        csv = CliRunner().invoke(app, ["sql", "SELECT count(*) AS n FROM events", "--store", str(moved), "--csv"])
+        assert csv.output.splitlines() == ["n", str(n)]
+        bad = CliRunner().invoke(app, ["sql", "SELECT nope FROM events", "--store", str(moved)])
+        assert bad.exit_code == 1 and "query failed: Binder Error" in bad.output and "Traceback" not in bad.output
+    finally:
+        os.chmod(moved / "catalog.duckdb", 0o644)
