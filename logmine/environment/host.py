@@ -25,17 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logmine.environment.detect import Environment
+from logmine.redact.paths import HOME_CREDENTIALS
 
 #: Names of git-ignored directories that hold a project's installed dependencies.
 DEPENDENCY_DIRS = (".venv", "venv", ".virtualenv", "virtualenv", "env", "node_modules", "target", "vendor",
                    ".tox", ".nox", "__pypackages__", ".bundle", "bower_components", ".yarn", ".pnpm-store")
-#: Paths below $HOME that hold credentials or private history: never bound, never inside a bind.
-CREDENTIALS = (".ssh", ".aws", ".azure", ".config/gh", ".config/gcloud", ".config/hub", ".codex", ".claude",
-               ".netrc", ".pypirc", ".npmrc", ".yarnrc", ".yarnrc.yml", ".docker", ".kube", ".gnupg",
-               ".git-credentials", ".gitconfig", ".bash_history", ".zsh_history", ".python_history",
-               ".node_repl_history", ".psql_history", ".mysql_history", ".sqlite_history", ".lesshst",
-               ".local/share/fish/fish_history", ".cargo/credentials", ".cargo/credentials.toml",
-               ".gem/credentials", ".terraform.d", ".vault-token", ".password-store", ".local/share/keyrings")
+#: Paths below $HOME that hold credentials or private history: never bound, never inside a bind (the
+#: one list of credential places, :mod:`logmine.redact.paths`)
+CREDENTIALS = HOME_CREDENTIALS
 #: Toolchain roots under $HOME: a tool resolved below one binds the whole root (shims need it).
 TOOLCHAIN_ROOTS = (".pyenv", ".asdf", ".nvm", ".volta", ".rustup", ".cargo/bin", ".local/share/uv/python",
                    ".local/share/uv/tools", ".local/share/mise", ".local/share/pnpm", ".bun", ".deno", "go",

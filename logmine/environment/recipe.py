@@ -38,6 +38,7 @@ from logmine.environment.installs import (
     python_roots,
     rust_install,
 )
+from logmine.errors import LogmineError
 
 PYTHON_IMAGE = "python:3.11-slim"
 NODE_IMAGE = "node:18-slim"
@@ -103,7 +104,7 @@ class Recipe:
         return "set -eu\n" + "\n".join([*self.tools, *self.steps]) + "\n"
 
 
-class NoRecipe(Exception):
+class NoRecipe(LogmineError):
     """The tree's environment cannot be built from what it declares (the message says why)."""
 
 

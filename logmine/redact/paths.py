@@ -17,12 +17,24 @@ CREDENTIAL_DIRS = (".git", ".ssh", ".aws", ".azure", ".gnupg", ".docker", ".kube
                    ".local/share/keyrings", ".terraform.d", ".gem/credentials", ".cargo/credentials")
 #: file name patterns (fnmatch, case-insensitive)
 CREDENTIAL_FILES = (".env", ".env.*", ".envrc", ".netrc", ".npmrc", ".yarnrc", ".pypirc", ".git-credentials",
+                    ".gitconfig",
                     ".pgpass", ".my.cnf", ".vault-token", "credentials", "credentials.*", "secrets.json",
                     "secrets.*", "auth.json", "id_rsa*", "id_ed25519*", "id_ecdsa*", "id_dsa*",
                     "*.pem", "*.key", "*.p12", "*.pfx", "*.keystore", "*.jks", "*.kdbx",
                     # plain password lists, not code that handles passwords (reset_password.py stays)
                     "password", "passwords", "passwd", "*password*.txt", "*password*.csv", "*passwords*.json",
                     "*.passwd", "*_history", ".*_history", ".*history", ".lesshst", "*.tfstate", "*.tfvars")
+
+#: below a home directory only: yarn 2+'s user config holds registry tokens, a project's holds its
+#: settings (kept in copies; a token in it is redacted as text)
+HOME_ONLY = (".yarnrc.yml",)
+#: the same places as paths below a home directory, for what checks a location rather than a name
+#: (the sandbox's binds of host tools: :func:`logmine.environment.host.refusal`); histories by name
+HOME_CREDENTIALS = (tuple(d for d in CREDENTIAL_DIRS if d != ".git")
+                    + tuple(f for f in CREDENTIAL_FILES if f.startswith(".") and not any(c in f for c in "*?["))
+                    + (".bash_history", ".zsh_history", ".python_history", ".node_repl_history", ".psql_history",
+                       ".mysql_history", ".sqlite_history", ".local/share/fish/fish_history",
+                       ".cargo/credentials.toml") + HOME_ONLY)
 
 
 def credential_path(rel: str) -> str | None:

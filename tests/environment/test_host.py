@@ -11,6 +11,7 @@ import pytest
 
 from logmine.environment.detect import Environment, detect
 from logmine.environment.host import CREDENTIALS, dependency_dirs, host_environment, refusal
+from logmine.redact.paths import HOME_ONLY, credential_path
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -83,6 +84,12 @@ def test_credential_locations_are_never_bound(tmp_path, entry):
         inside.chmod(0o755)
         host = host_environment(Environment(tools=("tool",)), None, "/w", user_path=str(inside.parent), home=home)
         assert not any(src == str(home) or str(secret).startswith(src) for src, _ in host.binds)
+
+
+@pytest.mark.parametrize("entry", [c for c in CREDENTIALS if c not in HOME_ONLY])
+def test_what_the_sandbox_never_binds_no_copy_of_files_takes(entry):
+    """One list of credential places: each is also left out of every copy of a user's files."""
+    assert credential_path(entry) and credential_path(f"home/u/{entry}")
 
 
 def test_the_home_directory_is_never_bound(tmp_path):
