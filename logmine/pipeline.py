@@ -6,6 +6,8 @@ not a silently ignored setting); lists named ``extra_<key>`` are appended to ``<
 
 from __future__ import annotations
 
+import copy
+import functools
 import tomllib
 from pathlib import Path
 
@@ -19,8 +21,9 @@ class PipelineError(LogmineError, ValueError):
 
 
 def load_pipeline(path: Path | None = None) -> dict:
-    """The default pipeline, with ``path``'s settings laid over it and ``extra_*`` lists merged."""
-    config = _read(DEFAULT_PIPELINE)
+    """The default pipeline, with ``path``'s settings laid over it and ``extra_*`` lists merged: a new
+    dict each call (the caller may change it); the packaged file is parsed once per process."""
+    config = copy.deepcopy(_default())
     if path is not None:
         _overlay(config, _read(path), str(path))
     for section in config.values():
@@ -28,6 +31,11 @@ def load_pipeline(path: Path | None = None) -> dict:
             for key in [k for k in section if k.startswith("extra_")]:
                 section[key[len("extra_"):]] = [*section[key[len("extra_"):]], *section.pop(key)]
     return config
+
+
+@functools.cache
+def _default() -> dict:
+    return _read(DEFAULT_PIPELINE)
 
 
 def _read(path: Path) -> dict:

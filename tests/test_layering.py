@@ -9,6 +9,8 @@ the layering); only module-level imports count for cycles, since those are the o
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,15 @@ def test_store_imports_no_stage():
         if _package(module) == "store":
             stages = {t for t in _imports(module, path, top_level_only=False) if _package(t) in STAGES}
             assert not stages, f"{module} imports stage modules {sorted(stages)}"
+
+
+def test_the_sft_recipe_loads_no_agent_nor_sandbox():
+    """Importing ``logmine.train.sft`` runs only what SFT needs (no rollout engines, no sandbox)."""
+    code = "import sys, logmine.train.sft; print(' '.join(sorted({m.split('.')[1] for m in sys.modules " \
+           "if m.startswith('logmine.')})))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(done.stdout.split())
+    assert "train" in loaded and not loaded & {"agent", "sandbox", "verify", "export"}, loaded
 
 
 def test_no_import_cycle():

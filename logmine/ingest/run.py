@@ -22,6 +22,7 @@ from logmine.ingest.discover import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
+from logmine.pipeline import load_pipeline
 from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.store.catalog import CATALOG, DEFAULT_STORE
 from logmine.store.parts import Part, without_gens, write_part
@@ -36,6 +37,8 @@ DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 class NothingToIngest(LogmineError, RuntimeError):
     """No input path exists or none holds a session file."""
 
+_DEFAULTS = load_pipeline()["ingest"]  # the packaged pipeline's [ingest] values are the defaults
+
 
 @dataclass(frozen=True, slots=True)
 class IngestConfig:
@@ -43,8 +46,8 @@ class IngestConfig:
 
     paths: tuple[Path, ...] = ()  # files or directories; empty means the Codex home defaults
     store: Path = DEFAULT_STORE
-    max_line_bytes: int = 32 << 20  # longer lines are quarantined without being loaded
-    batch_bytes: int = 64 << 20  # source bytes per commit
+    max_line_bytes: int = _DEFAULTS["max_line_mb"] << 20  # longer lines are quarantined without being loaded
+    batch_bytes: int = _DEFAULTS["batch_mb"] << 20  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
     executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
     redact_style: str | None = None  # pseudonym | placeholder; None: the store's (a new store: pseudonym)

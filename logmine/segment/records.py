@@ -3,9 +3,9 @@
 The stored tables stay flat (:mod:`logmine.store.tables`): JSON-valued columns (``start_state``,
 ``runs``, ``files``, ``followups``) hold JSON text so any Parquet reader can read them. This module
 is the one place that encodes and decodes them: :meth:`Task.from_row` / :meth:`Task.to_row` and
-:meth:`Candidate.from_row` / :meth:`Candidate.to_row`. Every later stage (verify, export) reads
-tasks through :func:`read_tasks` and :func:`load_task` and works on these records, never on row
-dicts. The JSON shapes are documented in ``schemas/tasks.schema.json``,
+:meth:`Candidate.from_row` / :meth:`Candidate.to_row`. verify and ``export tmax`` read
+tasks through :func:`read_tasks` and :func:`load_task` and work on these records; ``export sft``
+still reads task rows itself. The JSON shapes are documented in ``schemas/tasks.schema.json``,
 ``schemas/verifiers.schema.json`` and ``docs/segment.md``.
 """
 

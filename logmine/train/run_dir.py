@@ -30,8 +30,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from logmine.agent.policy import PolicyError
-from logmine.agent.policy import require_model_dir as _require_policy_dir
 from logmine.config import config_dict
 from logmine.errors import LogmineError
 from logmine.redact.files import JsonLines, write_text
@@ -47,10 +45,9 @@ class TrainError(LogmineError, RuntimeError):
 
 def require_model_dir(path: Path) -> None:
     """Raises TrainError unless ``path`` holds a ``save_pretrained`` model (nothing is downloaded)."""
-    try:
-        _require_policy_dir(path)
-    except PolicyError as exc:
-        raise TrainError(str(exc)) from exc
+    if not (Path(path) / "config.json").exists():  # the check agent.policy makes too; the SFT recipe loads no agent
+        raise TrainError(f"no model at {path} (a local save_pretrained directory; "
+                         "`logmine train init-model` makes a tiny one)")
 
 
 def lr_schedule(config) -> Callable[[int], float]:
