@@ -111,7 +111,8 @@ def _words(line: str) -> list[str] | None:
 
 
 def _segments(words: list[str]) -> list[list[str]]:
-    segments, current = [], []
+    segments: list[list[str]] = []
+    current: list[str] = []
     for word in words:
         if _is_operator(word) and not set(word) & set("<>"):
             if current:

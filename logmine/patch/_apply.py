@@ -246,7 +246,7 @@ class _Journal:
     """File-system changes made so far, with what is needed to undo them."""
 
     def __init__(self) -> None:
-        self.undo: list[tuple[str, str, object]] = []  # (action, path, saved state)
+        self.undo: list[tuple[str, str, tuple | None]] = []  # (action, path, saved state)
 
     def remove(self, path: str) -> None:
         self.undo.append(("restore", path, _snapshot(path)))
@@ -292,7 +292,7 @@ class _Journal:
                 pass
 
 
-def _snapshot(path: str) -> object:
+def _snapshot(path: str) -> tuple | None:
     if os.path.islink(path):
         return ("link", os.readlink(path))
     if os.path.isfile(path):
@@ -301,15 +301,15 @@ def _snapshot(path: str) -> object:
     return None
 
 
-def _restore(path: str, saved: object) -> None:
+def _restore(path: str, saved: tuple | None) -> None:
     if os.path.lexists(path):
         os.unlink(path)
     if saved is None:
         return
-    if saved[0] == "link":  # type: ignore[index]
-        os.symlink(saved[1], path)  # type: ignore[index]
+    if saved[0] == "link":
+        os.symlink(saved[1], path)
         return
-    _, data, mode = saved  # type: ignore[misc]
+    _, data, mode = saved
     with open(path, "wb") as fh:
         fh.write(data)
     os.chmod(path, mode)
@@ -317,7 +317,7 @@ def _restore(path: str, saved: object) -> None:
 
 def within(path: str | None, root: str) -> bool:
     """Is ``path`` the directory ``root`` or below it?"""
-    return bool(path) and (path == root or path.startswith(root.rstrip("/") + "/"))
+    return path is not None and (path == root or path.startswith(root.rstrip("/") + "/"))
 
 
 def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]:
@@ -326,9 +326,7 @@ def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]
     relative to it. Raises :class:`PatchError` for an absolute path outside the repository."""
     base = os.path.relpath(workdir, root) if within(workdir, root) else "."
 
-    def fix(path: str | None) -> str | None:
-        if path is None:
-            return None
+    def fix(path: str) -> str:
         if os.path.isabs(path):
             if within(os.path.normpath(path), root):
                 return os.path.relpath(os.path.normpath(path), root)
@@ -338,4 +336,4 @@ def rooted(ops: Sequence[FileOp], workdir: str, root: str) -> tuple[FileOp, ...]
             raise PatchError(f"patch names a path outside the repository: {path}", path=path)
         return joined
 
-    return tuple(replace(op, path=fix(op.path), move_to=fix(op.move_to)) for op in ops)
+    return tuple(replace(op, path=fix(op.path), move_to=None if op.move_to is None else fix(op.move_to)) for op in ops)

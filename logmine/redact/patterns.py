@@ -241,13 +241,13 @@ def plausible(value: str, kind: str) -> bool:
     v = _ANSI.sub("", value).strip().strip("\"'`")
     if not v or _WORDS.search(v) or any(ord(c) > 127 for c in v) or _PLACEHOLDER.fullmatch(v) or _CODE.fullmatch(v):
         return False
-    if _CHAIN.fullmatch(v) and not any(_random(part) for part in re.split(r"[^\w$]+", v)):
+    if _CHAIN.fullmatch(v) and not any(_token_part(part) for part in re.split(r"[^\w$]+", v)):
         return False
     if kind in _PASSWORD_KINDS:  # a word may be a password; its rules reject bare names of code (_literal)
         return len(v) >= 3 and not re.fullmatch(r"[a-z]+(?:-[a-z]+)+", v)
     return len(v) >= 8 and not _PHRASE.fullmatch(v)
 
 
-def _random(part: str) -> bool:
+def _token_part(part: str) -> bool:
     """A part of a dotted value that is a token, not a name: long, several digits, high entropy."""
     return len(part) >= 16 and sum(c.isdigit() for c in part) >= 3 and entropy(part) > 3.5

@@ -273,11 +273,11 @@ class Store:
             at = [i for i, column in enumerate(self._state_columns(name)) if column in text_columns] if rows else []
             at = [i for i in at if any(row[i] for row in rows)]  # a column of nulls needs no redactor
             if at:
-                rows = [list(row) for row in rows]
+                lists = [list(row) for row in rows]
                 for i in at:
-                    for row, text in zip(rows, self._gate().redact_many([row[i] for row in rows])):
-                        row[i] = text
-                gated[name] = [tuple(row) for row in rows]
+                    for cells, text in zip(lists, self._gate().redact_many([cells[i] for cells in lists])):
+                        cells[i] = text
+                gated[name] = [tuple(cells) for cells in lists]
         return tables, gated
 
     def _gate(self) -> Redactor:
@@ -408,8 +408,11 @@ class Store:
 
     def _drop_part(self, problem: PartProblem) -> None:
         con = self.con
-        (gens,) = con.execute("SELECT gens FROM parts WHERE table_name = ? AND path = ?",
-                              [problem.table, problem.name]).fetchone()
+        row = con.execute("SELECT gens FROM parts WHERE table_name = ? AND path = ?",
+                          [problem.table, problem.name]).fetchone()
+        if row is None:  # reported twice (the check and the open): already unregistered
+            return
+        (gens,) = row
         con.execute(STALE_SQL[TABLES[problem.table].gen_column], [gens])
         con.execute("DELETE FROM parts WHERE table_name = ? AND path = ?", [problem.table, problem.name])
 
