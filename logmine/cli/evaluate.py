@@ -17,15 +17,21 @@ from rich.table import Table
 
 from logmine.cli.errors import fail, require_torch
 from logmine.cli.main import app
-from logmine.cli.options import ExecutorOpt, RayAddressOpt, SetOpt, executor_config, parse_sets
+from logmine.cli.options import (
+    EngineOpt,
+    ExecutorOpt,
+    RayAddressOpt,
+    SeedOpt,
+    SetOpt,
+    executor_config,
+    parse_sets,
+)
 from logmine.cli.output import counting_progress, num, out
 
 DataOpt = Annotated[Path, typer.Option(help="TMax directory (`logmine export tmax` output).")]
 ModelOpt = Annotated[Path, typer.Option(help="Local model directory with its tokenizer.")]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory (a rerun resumes it).")]
 TempOpt = Annotated[Optional[float], typer.Option(help="Sampling temperature (default: the config's).")]
-SeedOpt = Annotated[Optional[int], typer.Option(help="Random seed.")]
-EngineOpt = Annotated[Optional[str], typer.Option(help="Rollout engine: hf or vllm.")]
 WorkersOpt = Annotated[Optional[int], typer.Option("--rollout-workers", min=1, help="Sandboxes in parallel.")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML file of sampling settings (max_turns, ...).")]
 DEFAULT_KS = "1,4,8"  # the k values of `logmine eval` (the library takes them as an argument)

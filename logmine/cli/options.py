@@ -35,6 +35,9 @@ ExecutorOpt = Annotated[Optional[str], typer.Option(
     show_default="local")]
 RayAddressOpt = Annotated[Optional[str], typer.Option(
     "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster address (HOST:PORT or auto); implies --executor ray.")]
+SeedOpt = Annotated[Optional[int], typer.Option(help="Random seed.")]
+EngineOpt = Annotated[Optional[str], typer.Option(help="Rollout engine: hf or vllm.")]
+ResumeOpt = Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")]
 SetOpt = Annotated[Optional[list[str]], typer.Option(
     "--set", help="Any other config key, KEY=VALUE (YAML value), repeatable; e.g. --set delta=0.15.")]
 

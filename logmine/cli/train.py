@@ -17,7 +17,7 @@ from rich.table import Table
 
 from logmine.cli.errors import require_torch
 from logmine.cli.main import app
-from logmine.cli.options import SetOpt, given, parse_sets
+from logmine.cli.options import EngineOpt, ResumeOpt, SeedOpt, SetOpt, given, parse_sets
 from logmine.cli.output import err, num, out
 from logmine.train.tiny import init_model  # imports torch only when called
 
@@ -43,8 +43,8 @@ def train_sft_cmd(
     packing: Annotated[Optional[bool], typer.Option(help="Padding-free packing of each micro-batch.")] = None,
     lora: Annotated[Optional[bool], typer.Option(help="Train LoRA adapters (peft).")] = None,
     save_every: Annotated[Optional[int], typer.Option(help="Checkpoint every N steps (0: only the end).")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
-    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,
+    resume: ResumeOpt = False,
+    seed: SeedOpt = None,
 ) -> None:
     """Supervised fine-tuning with the ActObs loss: -(Σ_A log p + λ Σ_O log p) / (|A| + λ|O|)."""
     require_torch()
@@ -83,11 +83,11 @@ def train_grpo_cmd(
     prompts_per_step: Annotated[Optional[int], typer.Option(min=1, help="Prompt groups per step.")] = None,
     loss: Annotated[Optional[str], typer.Option(help="dppo (default) or grpo.")] = None,
     lr: Annotated[Optional[float], typer.Option(help="Learning rate.")] = None,
-    engine: Annotated[Optional[str], typer.Option(help="Rollout engine: hf or vllm.")] = None,
+    engine: EngineOpt = None,
     rollout_workers: Annotated[Optional[int], typer.Option(min=1, help="Sandboxes stepped in parallel.")] = None,
     save_every: Annotated[Optional[int], typer.Option(min=0, help="Checkpoint every N steps.")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")] = False,
-    seed: Annotated[Optional[int], typer.Option(help="Random seed.")] = None,
+    resume: ResumeOpt = False,
+    seed: SeedOpt = None,
     sets: SetOpt = None,
 ) -> None:
     """Multi-turn GRPO with DPPO masking: rollouts of a bash agent in the sandbox, rewards from hidden tests."""

@@ -78,10 +78,6 @@ class Environment:
     def version(self, tool: str) -> str | None:
         return dict(self.versions).get(tool)
 
-    @property
-    def empty(self) -> bool:
-        return not (self.manifests or self.venvs or self.runners or set(self.tools) - {"make"})
-
 
 def detect(tree: Path | None, commands: Iterable[str | Ran], root: str | None = None) -> Environment:
     """The environment of the tree at ``tree`` (None: unknown) worked by ``commands``.

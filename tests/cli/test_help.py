@@ -30,7 +30,7 @@ def test_every_command_is_registered():
         ("ingest",), ("stats",), ("segment",), ("verify",), ("run",), ("filter",), ("eval",),
         ("export",), ("export", "sft"), ("export", "tmax"),
         ("train",), ("train", "sft"), ("train", "grpo"), ("train", "init-model"),
-        ("doctor",), ("scan",), ("env",), ("env", "show"), ("yield",)}
+        ("doctor",), ("scan",), ("sql",), ("env",), ("env", "show"), ("yield",)}
 
 
 @pytest.mark.parametrize("path", [(), *PATHS], ids=lambda path: " ".join(path) or "logmine")
