@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1] / "logmine"
 
 # package (first component below logmine) -> layer; equal numbers are siblings that must not meet
 LAYERS: dict[str, int] = {
-    "errors": 0,
+    "errors": 0, "locations": 0,
     "patch": 1, "redact": 1, "demo": 1, "config": 1, "commandline": 1, "executor": 1,
     "store": 2, "sandbox": 2, "pipeline": 2,
     "ingest": 3,

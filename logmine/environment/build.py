@@ -33,6 +33,7 @@ from pathlib import Path
 from logmine.environment.host import DEFAULT_PATH, BindPlan, HostEnvironment, bind_base_interpreter, bind_tool
 from logmine.environment.recipe import Recipe
 from logmine.errors import LogmineError
+from logmine.locations import cache_dir, default_cache_dir
 from logmine.sandbox.hostview import SCRATCH_NAMES
 
 BUILD_TIMEOUT_S = 900.0
@@ -63,10 +64,9 @@ class Built:
 
 
 def cache_root() -> Path:
-    """``$LOGMINE_CACHE`` or ``$XDG_CACHE_HOME/logmine`` (else ``~/.cache/logmine``), ``envs/`` below it."""
-    base = os.environ.get("LOGMINE_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "logmine")
-    return Path(base) / "envs"
+    """``envs/`` in logmine's cache directory (:mod:`logmine.locations`; its default place when the
+    cache is ``off``: a replay needs the environment)."""
+    return (cache_dir() or default_cache_dir()) / "envs"
 
 
 def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S) -> Built:

@@ -31,6 +31,8 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from logmine.locations import cache_dir
+
 # A base64 run long enough to hold a key: 64 characters (48 bytes) of the standard or URL-safe
 # alphabet. A run of Fernet ciphertext (gAAAAA…, encrypted reasoning) does not count.
 B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-"
@@ -257,11 +259,9 @@ def _cache_file(hyperscan, patterns, keywords, b64: int) -> Path | None:
     """Where the database of these patterns is cached (``$LOGMINE_CACHE``, else the user's cache
     directory), named by a digest of everything it is compiled from; None when caching is off
     (``LOGMINE_CACHE=off``)."""
-    root = os.environ.get("LOGMINE_CACHE")
-    if root == "off":
+    root = cache_dir()
+    if root is None:
         return None
-    if not root:
-        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "logmine")
     spec = [getattr(hyperscan, "__version__", ""), [list(p) for p in patterns], [list(k) for k in keywords], b64,
             _VERSION, os.uname().machine]
     digest = hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:32]
