@@ -45,6 +45,7 @@ STYLES = ("pseudonym", "placeholder")
 KEY_FILE = "redaction.json"
 MIN_MAPPED = 4  # letters and digits a pseudonym needs (shorter values become placeholders)
 TAG = 4  # characters of the tag at most (half the letters and digits of a short value)
+_ATTEMPTS = 64  # draws of a pseudonym that must read as it was made (nearly always the first)
 
 # Kept as they are: a well-known prefix at the start, PEM armour lines, escape sequences (``\n``,
 # ``\\n``, ``\u00e9``), ``eyJ`` opening each part of a JWT, and every character that is not an ASCII
@@ -124,13 +125,20 @@ def _pseudonym(key: bytes, secret: str) -> str | None:
     mapped = "".join(secret[i] for i in at)
     alphabets = _alphabets(mapped)
     t = min(TAG, len(at) // 2)
-    # derived from the letters and digits alone: a PEM block with raw or escaped newlines is one secret
-    body = _fill(mapped[:-t], _stream(key, b"logmine-pseudonym\0", mapped, len(at) - t), alphabets)
-    new = body + _tag(key, body, mapped[-t:], alphabets)
-    out = list(secret)
-    for i, c in zip(at, new):
-        out[i] = c
-    return "".join(out)
+    for attempt in range(_ATTEMPTS):
+        # derived from the letters and digits alone: a PEM block with raw or escaped newlines is one secret
+        label = b"logmine-pseudonym\0" + (bytes([attempt]) if attempt else b"")
+        body = _fill(mapped[:-t], _stream(key, label, mapped, len(at) - t), alphabets)
+        new = body + _tag(key, body, mapped[-t:], alphabets)
+        out = list(secret)
+        for i, c in zip(at, new):
+            out[i] = c
+        made = "".join(out)
+        # a pseudonym that reads differently (its start became a known prefix such as ``glxyz-``, its
+        # letters all hex) would not be recognised: draw again, deterministically
+        if _mapped(made) == at and _alphabets(new) == alphabets:
+            return made
+    return None
 
 
 @functools.lru_cache(maxsize=8192)

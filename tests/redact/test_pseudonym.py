@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import shutil
+import string
 
 import pytest
 from calc_repo import calc_repo
@@ -137,3 +139,15 @@ def test_a_replay_validates_because_the_pseudonyms_stayed_consistent(tmp_path, s
     verify(VerifyConfig(store=store, jobs=1))
     statuses = {row["status"] for row in query(store, "SELECT status FROM verifiers WHERE kind = 'test_command'")}
     assert statuses == ({"validated"} if style == "pseudonym" else {"fails_after"}), statuses
+
+
+def test_every_pseudonym_is_recognised_as_one():
+    """A pseudonym must read as it was made: one whose start happened to form a known prefix
+    (``glvnbr-`` of a Django key) or whose letters all came out hex was re-masked by a second pass."""
+    rnd = random.Random(26)
+    chars = string.ascii_letters + string.digits + "-_.!"
+    values = ["django-insecure-hbGlPt!rECil-0QP!1SL)Uz^(9v1Ao9!VYPlRpk&Zdv(rwIW+E"]
+    values += ["".join(rnd.choice(chars) for _ in range(rnd.randint(4, 40))) for _ in range(20000)]
+    made = [(v, KEY(v, "secret")) for v in values if sum(c.isalnum() for c in v) >= 4]
+    missed = [(v, p) for v, p in made if p.startswith("[REDACTED:") or not KEY.recognises(p)]
+    assert not missed, missed[:3]
