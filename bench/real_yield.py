@@ -59,9 +59,7 @@ def main() -> None:
     corpus = args.corpus.resolve()
     if args.fetch:
         fetch(json.loads((Path(__file__).parent / "real_yield_sources.json").read_text()), corpus, clones=True)
-    projects = _projects(corpus, args.project)
-    if not projects:
-        sys.exit(f"real_yield: no project with sessions under {corpus}/sessions and a clone under {corpus}/clones")
+    projects = projects_or_exit(corpus, args.project, "real_yield")
     results = []
     for name, sessions in projects.items():
         started = time.monotonic()
@@ -75,12 +73,22 @@ def main() -> None:
     print(f"figures: {args.out / 'real_yield.json'}")
 
 
+def projects_or_exit(corpus: Path, only: list[str] | None, script: str) -> dict[str, list[Path]]:
+    """:func:`_projects`, or the script ends with a one-line error when there is none."""
+    projects = _projects(corpus, only)
+    if not projects:
+        sys.exit(f"{script}: no project with sessions under {corpus}/sessions and a clone under {corpus}/clones")
+    return projects
+
+
 def _projects(corpus: Path, only: list[str] | None) -> dict[str, list[Path]]:
     manifest = corpus / "manifest.json"
     listed = None
     if manifest.exists():
         listed = {corpus / e["session"] for e in json.loads(manifest.read_text())}
     found: dict[str, list[Path]] = {}
+    if not (corpus / "sessions").is_dir():
+        return found
     for folder in sorted((corpus / "sessions").iterdir()):
         if not folder.is_dir() or (only and folder.name not in only) or not (corpus / "clones" / folder.name).is_dir():
             continue

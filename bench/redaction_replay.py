@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 
 sys.path.insert(0, str(Path(__file__).parent))
-from real_yield import _projects, _run_project, corpus_parser  # noqa: E402
+from real_yield import _run_project, corpus_parser, projects_or_exit  # noqa: E402
 
 _STYLES = ("pseudonym", "placeholder")
 
@@ -50,9 +50,7 @@ def main() -> None:
     args = corpus_parser(__doc__.split("\n\n")[0], "/tmp/logmine-redaction-replay").parse_args()
     args.no_export = True
     corpus = args.corpus.resolve()
-    projects = _projects(corpus, args.project)
-    if not projects:
-        sys.exit(f"redaction_replay: no project with sessions under {corpus}/sessions and a clone under {corpus}/clones")
+    projects = projects_or_exit(corpus, args.project, "redaction_replay")
     rows = []
     for name, sessions in projects.items():
         started = time.monotonic()
