@@ -32,6 +32,7 @@ from logmine.pipeline import load_pipeline
 from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
+from logmine.verify.report import environment_of
 from logmine.verify.workspace import NotRebuilt, read_inside, rebuild
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
@@ -130,7 +131,9 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                 [task.task_id, task.seg_gen]))
             status = {s["verifier_id"]: s["status"] for s in statuses}
             try:
-                row, reason = _export_task(item, status, config, tasks_dir, redactor, summary)
+                known = environment_of(store, task.task_id)  # what verify detected and built on
+                row, reason = _export_task(item, status, config, tasks_dir, redactor, summary,
+                                           Environment.from_row(known) if known else None)
             except Exception as exc:  # one task's problem is its reason, never the export's end
                 shutil.rmtree(tasks_dir / task.task_id, ignore_errors=True)
                 row, reason = None, f"export failed: {type(exc).__name__}: {str(exc)[:200]}"
@@ -155,7 +158,10 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
 
 
 def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConfig, tasks_dir: Path,
-                 redactor: Redactor, summary: TmaxExportSummary) -> tuple[dict | None, str | None]:
+                 redactor: Redactor, summary: TmaxExportSummary,
+                 known: Environment | None = None) -> tuple[dict | None, str | None]:
+    """One task's row and bundle, or the reason it has none. ``known``: the environment verify
+    detected for it (detected here again when the task was never verified)."""
     task = item.task
     validated = [c for c in item.candidates if status.get(c.verifier_id) == "validated"]
     candidates = validated or (item.candidates if config.include_unvalidated else [])
@@ -181,7 +187,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
                for p in [*(d.path for d in c.diffs), *(t.path for t in c.hidden_tests)]}
         commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
             [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
-        env = detect(state.path, commands, state.root)
+        env = known or detect(state.path, commands, state.root)
         dockerfile, image = _dockerfile(env, state.path, config.image)
         _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor,
                       state.root)

@@ -115,3 +115,20 @@ def test_exported_bundles_pass_harbor_lint(exported):
         toml = (task / "task.toml").read_text()
         assert "docker_image" not in toml and "allow_internet" not in toml
         assert (task / "instruction.md").read_text() == "Fix add so the tests pass\n"
+
+
+def test_a_verified_task_is_exported_on_the_environment_verify_detected(exported, monkeypatch, tmp_path):
+    """Export reads verify's ``environments`` row rather than detecting again: the Dockerfile then
+    matches the environment the verdict was reached in."""
+    out, summary = exported
+
+    def detect_again(*_args):
+        raise AssertionError("detected again")
+
+    monkeypatch.setattr("logmine.export.tmax.detect", detect_again)
+    again = export_tmax(TmaxExportConfig(store=out.parent / "store", out=tmp_path / "again"))
+    assert again.rows == summary.rows >= 1 and not again.not_exported
+    task_id = pq.read_table(out / "data/train-00000-of-00001.parquet").column("ground_truth")[0].as_py()
+    dockerfile = "environment/Dockerfile"
+    assert (tmp_path / "again/tasks" / task_id / dockerfile).read_text() == \
+        (out / "tasks" / task_id / dockerfile).read_text()
