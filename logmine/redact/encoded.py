@@ -33,7 +33,8 @@ def decode(block: str, skip: int = 0) -> str | None:
     characters left out, or None when it decodes to binary (an image, ciphertext, a hash, or text
     decoded out of alignment) rather than text."""
     data = _SEPARATORS.sub("", block).rstrip("=").replace("-", "+").replace("_", "/")[skip:]
-    data = data[:len(data) - len(data) % 4]
+    rest = len(data) % 4  # the last quantum, its padding stripped: 2 or 3 characters still hold bytes
+    data = data[:-1] if rest == 1 else data + "=" * (-rest % 4)
     try:
         raw = binascii.a2b_base64(data)
     except binascii.Error:

@@ -215,7 +215,7 @@ _CHAIN = re.compile(r"[$@]?[A-Za-z_$][\w$]*(?:(?:\.|\?\.|::|->)[A-Za-z_$][\w$]*)
                     r"|[A-Za-z_$][\w$]*(?:\(.*\)|\[.*\]);?")  # f(x), env["X"]
 _CODE = re.compile(
     r"(?:process\.env|import\.meta\.env|os\.environ|os\.getenv|getenv|ENV|env|config|settings)(?:\.|\[|\(|::).*"
-    r"|.*(?:\$\{.*\}|\{\{.*\}\}|\{%.*%\}|%\(\w+\)s|\$\(.*\)).*"  # ${VAR}, {{ var }}, {% tag %}, %(name)s, $(cmd)
+    r"|.*(?:\$\{.*\}|\{\{.*\}\}|\{%.*%\}|%\(\w+\)s|\$\([a-z][\w.-]*(?:\s[^()]*)?\)).*"  # ${VAR}, {{ var }}, {% tag %}, %(name)s, $(cmd …)
     r"|[\w.$]+\s*(?:\|\||\?\?|\bor\b)\s*.*")  # a fallback: env.X || "dev"
 _WORDS = re.compile(r"[^\W\d_]{2,}[ \t]+[^\W\d_]{2,}")  # two words: a sentence, a label
 _PLACEHOLDER_WORD = (r"your|my|the|some|dummy|example|sample|fake|test|placeholder|redacted|insert|enter|replace|put|set"

@@ -44,3 +44,15 @@ def test_base64_key_cut_at_any_character(cut):
     tail = k8s.value[len(k8s.value) // 3 + cut:]
     out = Redactor().redact_text(f"...{tail}\n")
     assert k8s.needles[-1] not in out and "[REDACTED:private_key]" in out, out[:200]
+
+
+@pytest.mark.parametrize("tail", ["", "\n", "9", "xy", "xyz"])
+def test_a_secret_at_the_end_of_a_base64_block_is_found(tail):
+    """The last quantum of a block whose ``=`` padding was stripped still decodes: a secret's last
+    characters there are read (without them ``…KaIU9`` lost its only digit and passed as a word)."""
+    import base64
+
+    text = "client id 8842 and client secret nhHECVhQHcyyEzFQVeTkKaIU9" + tail
+    block = base64.b64encode(text.encode()).decode()
+    for shown in (block, block.rstrip("=")):
+        assert Redactor().redact_text(f"data: {shown}") == "data: [REDACTED:generic_secret]", shown

@@ -58,3 +58,14 @@ def test_pseudonyms_of_real_lines_keep_them_valid_json(name):
     for line, out in zip(lines, redactor.redact_jsonl(lines)):
         assert len(out) == len(line) or "[REDACTED:" in out
         json.loads(out)
+
+
+@pytest.mark.parametrize("value, secret", [
+    ("django-insecure-$6OnhT(@41pJAqH2X_iVzr3SDGGN^%$(h$Kaj4O)SX_fl%HVWl", True),  # $( … ) inside random text
+    ("$(openssl rand -hex 32)", False), ("$(cat /run/secrets/db)", False), ("$(whoami)", False),
+    ("dev-$(hostname)-key", False),
+])
+def test_a_shell_substitution_is_code_but_random_text_with_dollar_paren_is_not(value, secret):
+    assert patterns.plausible(value, "secret_key") is secret
+    out = Redactor().redact_text(f"SECRET_KEY = '{value}'")
+    assert (value not in out) is secret, out
