@@ -72,12 +72,13 @@ def main() -> None:
 
         from transformers import AutoTokenizer
 
-        from logmine.train.config import load_config
+        from logmine.config import load_config
         from logmine.train.sft import train_sft
+        from logmine.train.sft_config import SftTrainConfig
         synthetic.write_sft(synthetic.shell_tasks(8, seed=1), AutoTokenizer.from_pretrained(str(work / "model")),
                             work / "sft-data")
         train_sft(load_config(None, {"data": work / "sft-data", "model": work / "model", "out": work / "sft",
-                                     "max_steps": 100, "lr": 3e-3, "schedule": "constant"}))
+                                     "max_steps": 100, "lr": 3e-3, "schedule": "constant"}, kind=SftTrainConfig))
         shutil.rmtree(work / "model")
         shutil.copytree(work / "sft" / "final", work / "model")
     spec = dict(work=str(work), steps=args.steps, prompts=args.prompts, group=args.group,
@@ -113,7 +114,7 @@ def _child(spec: dict) -> None:
 
 
 def _logmine(spec: dict) -> dict:
-    from logmine.train.config import load_config
+    from logmine.config import load_config
     from logmine.train.grpo import train_grpo
     from logmine.train.grpo_config import GrpoTrainConfig
 

@@ -78,13 +78,14 @@ def _child(spec: dict) -> None:
     if spec["kind"] == "trl":
         losses, tokens, seconds = _trl(work, steps, accum)
     else:
-        from logmine.train.config import load_config
+        from logmine.config import load_config
         from logmine.train.sft import train_sft
+        from logmine.train.sft_config import SftTrainConfig
         packed = spec["kind"] == "logmine-packed"
         config = load_config(None, dict(data=work / "sft", model=work / "model", out=work / spec["kind"], lam=0.0,
                                         normalisation="batch", max_steps=steps, lr=1e-3, schedule="constant",
                                         batch_tokens=4 * _mean_length(work) if packed else 1, grad_accum=1 if packed else accum,
-                                        max_grad_norm=1.0))
+                                        max_grad_norm=1.0), kind=SftTrainConfig)
         summary = train_sft(config)
         rows = [json.loads(line) for line in (work / spec["kind"] / "metrics.jsonl").read_text().splitlines()]
         # step time only (model loading excluded, as for TRL, whose timer starts at train())

@@ -122,26 +122,31 @@ class QuickIngest:
 def quick_ingest_args(argv: Sequence[str]) -> QuickIngest | None:
     """``argv`` as an ``ingest`` of paths (or the default inputs, or ``--demo``) into a store, when it
     is one that only these options shape; None for anything else (another command, ``--help``, an
-    executor other than local, a value typer would refuse, an option this does not know)."""
+    executor other than local, a pipeline file, a value typer would refuse, an option this does not
+    know). ``$LOGMINE_STORE`` and ``$RAY_ADDRESS`` are read as the CLI reads them (:mod:`logmine.locations`)."""
+    from logmine.locations import ray_address, store_from_env  # standard library only
+
     args = list(argv)
     if args[:1] == ["--debug"]:
         args = args[1:]
-    if args[:1] != ["ingest"] or os.environ.get("RAY_ADDRESS"):
+    if args[:1] != ["ingest"] or ray_address():
         return None
     paths: list[Path] = []
-    store = os.environ.get("LOGMINE_STORE") or DEFAULT_STORE
+    store = store_from_env() or DEFAULT_STORE
     flags: set[str] = set()
     rest = iter(args[1:])
     for arg in rest:
         name, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in _VALUED:
+        if name in INGEST_FULL_PATH:
+            return None
+        if name in INGEST_VALUED:
             value = value if eq else next(rest, None)
-            if value is None or not _VALUED[name](value):
+            if value is None or not INGEST_VALUED[name](value):
                 return None
             if name == "--store":
                 store = value
-        elif arg in _FLAGS:
-            flags.add(_FLAGS[arg])
+        elif arg in INGEST_FLAGS:
+            flags.add(INGEST_FLAGS[arg])
         elif arg.startswith("-") or not arg:
             return None
         else:
@@ -155,16 +160,24 @@ def quick_ingest_args(argv: Sequence[str]) -> QuickIngest | None:
     return QuickIngest(tuple(paths), Path(store), "json" in flags)
 
 
+# What the quick path knows of `logmine ingest`'s options (declared in logmine/cli/ingest.py).
+# tests/cli/test_quick_ingest.py walks the typer command and fails on an option missing here, on a
+# flag taken for a valued option or the reverse, and on a value one accepts and the other refuses.
 DEFAULT_STORE = "logmine-store"  # logmine.store.DEFAULT_STORE (a test pins them equal)
-_FLAGS = {"--json": "json", "-q": "quiet", "--quiet": "quiet", "--demo": "demo"}
+#: the flags it reads, with what each means here
+INGEST_FLAGS = {"--json": "json", "-q": "quiet", "--quiet": "quiet", "--demo": "demo"}
 
 
 def _count(value: str) -> bool:
     return value.isdigit() and int(value) >= 1
 
 
-_VALUED = {"--store": bool, "--jobs": _count, "-j": _count, "--batch-mb": _count, "--max-line-mb": _count,
-           "--executor": lambda value: value == "local"}
+#: the options taking a value, each with the test of a value typer accepts
+INGEST_VALUED = {"--store": bool, "--jobs": _count, "-j": _count, "--batch-mb": _count, "--max-line-mb": _count,
+                 "--executor": lambda value: value == "local"}
+#: the options only the full path answers: another executor, a pipeline file (it can change any
+#: default), a redaction style to record, the help text
+INGEST_FULL_PATH = frozenset({"--ray-address", "--pipeline", "--redact-style", "--help"})
 
 
 def start_for(argv: Sequence[str]) -> bool:

@@ -2,6 +2,9 @@
 
 A user's pipeline names only what it changes. Keys must exist in the default (a typo is an error,
 not a silently ignored setting); lists named ``extra_<key>`` are appended to ``<key>``.
+
+Each stage config reads its table with ``from_settings`` (``IngestConfig.from_settings(settings["ingest"])``);
+its field defaults are the packaged file's values (:func:`packaged`), read when a config is made, not at import.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 from logmine.errors import LogmineError
+from logmine.executor import ExecutorConfig
 
 DEFAULT_PIPELINE = Path(__file__).parent / "pipelines" / "codex-default.toml"
 
@@ -31,6 +35,23 @@ def load_pipeline(path: Path | None = None) -> dict:
             for key in [k for k in section if k.startswith("extra_")]:
                 section[key[len("extra_"):]] = [*section[key[len("extra_"):]], *section.pop(key)]
     return config
+
+
+def packaged(section: str) -> dict:
+    """The packaged pipeline's ``[section]``, parsed once per process: the config dataclasses'
+    defaults. Shared by every caller: read it, never change it."""
+    return _packaged()[section]
+
+
+def executor_of(settings: dict) -> ExecutorConfig:
+    """A pipeline's ``[executor]`` settings as an :class:`ExecutorConfig` (an empty address:
+    $RAY_ADDRESS, else auto)."""
+    return ExecutorConfig(kind=settings["kind"], address=settings["address"] or None)
+
+
+@functools.cache
+def _packaged() -> dict:
+    return load_pipeline()
 
 
 @functools.cache

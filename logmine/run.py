@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from logmine.demo import DEMO_DIR, DEMO_INPUTS
@@ -21,7 +21,7 @@ from logmine.export.sft import SftExportConfig, SftExportSummary, export_sft
 from logmine.export.tmax import TmaxExportConfig, TmaxExportSummary, export_tmax
 from logmine.ingest.run import IngestConfig, ingest
 from logmine.ingest.summary import IngestSummary
-from logmine.pipeline import load_pipeline
+from logmine.pipeline import executor_of, load_pipeline
 from logmine.segment.run import SegmentConfig, SegmentSummary, segment
 from logmine.store import Store
 from logmine.verify.run import VerifyConfig, VerifySummary, verify
@@ -54,45 +54,41 @@ Stage = Callable[[str], None]  # told the name of each stage as it starts
 def run_pipeline(config: RunConfig, on_stage: Stage | None = None) -> RunSummary:
     """Run every stage; stage errors propagate (each stage's typed error).
 
-    The pipeline file is read once, here, and each stage is handed its settings; the store is
-    opened once, after ingest (which opens it itself), for segment, verify and the exports.
+    The pipeline file is read once, here, and each stage's config is made from its settings
+    (``from_settings``); the store is opened once, after ingest (which opens it itself), for segment,
+    verify and the exports.
     """
     settings = load_pipeline(config.pipeline)
     stage = on_stage or (lambda name: None)
-    ing, exp, ver = settings["ingest"], settings["export"], settings["verify"]
-    store = config.store or Path(ing["store"])
+    exp = settings["export"]
+    store = config.store or Path(settings["ingest"]["store"])
     out = config.out or Path(exp["out"])
-    paths = tuple(Path(p) for p in ing["paths"])
-    repo_map = dict(ver["repo_map"])
-    executor = config.executor or ExecutorConfig(kind=settings["executor"]["kind"],
-                                                 address=settings["executor"]["address"] or None)
+    executor = config.executor or executor_of(settings["executor"])
     with tempfile.TemporaryDirectory(prefix="logmine-demo-repos-") as tmp:
-        if config.demo:
-            paths = DEMO_INPUTS
-            repo_map.update(_demo_repos(Path(tmp)))
+        inputs, repositories = {}, {}
+        if config.demo:  # its corpus, and its repositories: plain files (not git repositories), copied out
+            inputs = {"paths": DEMO_INPUTS}
+            repo_map = {**settings["verify"]["repo_map"], **_demo_repos(Path(tmp))}
+            repositories = {"repo_map": tuple(repo_map.items()), "plain_dirs": True}
         stage("ingest")
-        ingested = ingest(IngestConfig(paths=paths, store=store, max_line_bytes=ing["max_line_mb"] << 20,
-                                       batch_bytes=ing["batch_mb"] << 20, executor=executor))
+        ingested = ingest(IngestConfig.from_settings(settings["ingest"], store=store, executor=executor, **inputs))
         with Store(store) as opened:
             stage("segment")
             segmented = segment(SegmentConfig(store=store, settings=settings["segment"]), store=opened)
             stage("verify")
-            # the demo ships its repository as plain files (not a git repository)
-            plain_dirs = ver["plain_dirs"] or config.demo
-            verified = verify(replace(VerifyConfig.from_settings(ver, store, repo_map), executor=executor,
-                                      plain_dirs=plain_dirs), store=opened)
+            verified = verify(VerifyConfig.from_settings(settings["verify"], store=store, executor=executor,
+                                                         **repositories), store=opened)
             summary = RunSummary(store, out, ingested, segmented, verified)
             summary.outputs["store"] = store
             if exp["sft"]:
                 stage("export sft")
-                sft = SftExportConfig(store=store, out=out / "sft", min_verifier=exp["min_verifier"], overwrite=True)
+                sft = SftExportConfig.from_settings(exp, store=store, out=out / "sft", overwrite=True)
                 summary.sft = export_sft(sft, store=opened)
                 summary.outputs["sft"] = out / "sft"
             if exp["tmax"]:
                 stage("export tmax")
-                tmax = TmaxExportConfig(store=store, out=out / "tmax", repo_map=tuple(repo_map.items()),
-                                        plain_dirs=plain_dirs, repo_search=tuple(Path(p) for p in ver["repo_search"]),
-                                        include_unvalidated=exp["include_unvalidated"])
+                tmax = TmaxExportConfig.from_settings(exp, settings["verify"], store=store, out=out / "tmax",
+                                                      **repositories)
                 summary.tmax = export_tmax(tmax, store=opened)
                 summary.outputs["tmax"] = out / "tmax"
     return summary

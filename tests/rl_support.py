@@ -34,8 +34,9 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40, also: tupl
     submission, or (as often) one of the ``also`` commands — a policy whose choice is random."""
     from transformers import AutoTokenizer
 
-    from logmine.train.config import load_config
+    from logmine.config import load_config
     from logmine.train.sft import train_sft
+    from logmine.train.sft_config import SftTrainConfig
 
     init = tiny_policy(root / "init")
     conversations = []
@@ -46,7 +47,7 @@ def submitter(root: Path, prompts: list[list[dict]], steps: int = 40, also: tupl
             conversations.append([*prompt, {"role": "assistant", "content": "", "tool_calls": [call]}])
     synthetic.write_token_sft(conversations, AutoTokenizer.from_pretrained(str(init)), root / "sft")
     train_sft(load_config(None, {"data": root / "sft", "model": init, "out": root / "run", "max_steps": steps,
-                                 "lr": 3e-3, "schedule": "constant"}))
+                                 "lr": 3e-3, "schedule": "constant"}, kind=SftTrainConfig))
     return root / "run" / "final"
 
 
@@ -81,8 +82,9 @@ def shell_family(root: Path, sft_steps: int = 100, per_operation: int = 12, trai
     model SFT-trained (``logmine train sft``, ActObs λ = 0) on the solved train trajectories."""
     from transformers import AutoTokenizer
 
-    from logmine.train.config import load_config
+    from logmine.config import load_config
     from logmine.train.sft import train_sft
+    from logmine.train.sft_config import SftTrainConfig
 
     tasks = synthetic.shell_tasks(per_operation)
     split = train_per_operation * len(synthetic.OPERATIONS)
@@ -91,6 +93,6 @@ def shell_family(root: Path, sft_steps: int = 100, per_operation: int = 12, trai
                       vocab_size=512, texts=synthetic.texts(), seed=0)
     synthetic.write_sft(train, AutoTokenizer.from_pretrained(str(init)), root / "sft-data")
     train_sft(load_config(None, {"data": root / "sft-data", "model": init, "out": root / "sft", "max_steps": sft_steps,
-                                 "lr": 3e-3, "schedule": "constant", "seed": 0}))
+                                 "lr": 3e-3, "schedule": "constant", "seed": 0}, kind=SftTrainConfig))
     return {"train": synthetic.write_tmax(train, root / "train"), "held": synthetic.write_tmax(held, root / "held"),
             "sft": root / "sft" / "final", "init": init}

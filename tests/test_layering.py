@@ -112,6 +112,66 @@ def test_imports_point_down(module):
     assert not bad, f"{module} imports upward or sideways: {bad}"
 
 
+def _private(name: str) -> bool:
+    """Private to its package: a leading underscore, and no dunder (``__version__``, ``__main__``)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_uses(module: str, path: Path) -> list[str]:
+    """What ``module`` uses that is private to another package of logmine: a private module or package
+    (``logmine.patch._apply``) or anything in one, a ``_name`` imported from a module, or a ``_name``
+    reached as an attribute of something imported (``catalog._SQL``, ``logmine.patch._model``)."""
+    here = _package(module)
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    bound: dict[str, str] = {}  # local name -> the logmine module or object it stands for
+
+    def note(full: str) -> None:
+        if _package(full) != here and any(_private(part) for part in full.split(".")[1:]):
+            found.add(full)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in (a for a in node.names if a.name.split(".")[0] == "logmine"):
+                note(alias.name)
+                bound[alias.asname or "logmine"] = alias.name if alias.asname else "logmine"
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, path, node)
+            if target.split(".")[0] == "logmine":
+                for alias in node.names:
+                    note(f"{target}.{alias.name}")
+                    bound[alias.asname or alias.name] = f"{target}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            chain, base = [node.attr], node.value
+            while isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                note(".".join([bound[base.id], *reversed(chain)]))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_private_things_stay_in_their_package(module):
+    """A module or name starting with ``_`` is used only inside its own package (``logmine.patch._apply``
+    by ``logmine.patch``); another package uses what the package makes public."""
+    used = _private_uses(module, MODULES[module])
+    assert not used, f"{module} uses what other packages keep private: {used}"
+
+
+def test_the_privacy_check_sees_a_violation(tmp_path):
+    path = tmp_path / "probe.py"
+    path.write_text("import logmine.patch._parse\nfrom logmine import __version__\n"
+                    "from logmine.patch import _text, apply_patch\nfrom logmine.patch._apply import apply_hunks\n"
+                    "from logmine.store import catalog\nfrom logmine.train.tiny import _TEMPLATE\n"
+                    "from logmine.verify._own import ok\nfrom ._sibling import fine\n\n"
+                    "def f():\n    return catalog._SQL, catalog.CATALOG, logmine.patch._model.X, apply_patch\n")
+    assert _private_uses("logmine.verify.probe", path) == [
+        "logmine.patch._apply.apply_hunks", "logmine.patch._model", "logmine.patch._parse",
+        "logmine.patch._text", "logmine.store.catalog._SQL", "logmine.train.tiny._TEMPLATE"]
+
+
 def test_store_imports_no_stage():
     for module, path in MODULES.items():
         if _package(module) == "store":

@@ -39,8 +39,8 @@ DEFAULT_KS = "1,4,8"  # the k values of `logmine eval` (the library takes them a
 
 def _sample_config(data, model, out_dir, samples, temperature, seed, engine, workers, config, sets):
     require_torch()
+    from logmine.config import load_config
     from logmine.evaluate.sampling import SampleConfig
-    from logmine.train.config import load_config
 
     overrides = {"data": data, "model": model, "out": out_dir, "samples": samples,
                  "temperature": temperature, "seed": seed, "engine": engine, "rollout_workers": workers}

@@ -11,6 +11,7 @@ import typer
 from logmine.cli.main import app
 from logmine.cli.options import (
     JsonOpt,
+    PipelineOpt,
     PlainDirsOpt,
     QuietOpt,
     RepoMapOpt,
@@ -19,11 +20,12 @@ from logmine.cli.options import (
     field_default,
     given,
     parse_repo_map,
-    store_path,
+    pipeline_store,
 )
 from logmine.cli.output import counting_progress, out
 from logmine.export.sft import SftExportConfig, export_sft
 from logmine.export.tmax import TmaxExportConfig, export_tmax
+from logmine.pipeline import load_pipeline
 
 export_app = typer.Typer(help="Export tasks as training data: TMax RL rows with task bundles, or SFT data.",
                          no_args_is_help=True)
@@ -42,6 +44,7 @@ def _sft_default(name: str) -> str:
 def export_tmax_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory (data/, tasks/, task-data.tar.gz).")],
     store: StoreOpt = None,
+    pipeline: PipelineOpt = None,
     repo_map: RepoMapOpt = None,
     include_unvalidated: Annotated[Optional[bool], typer.Option(
         help="Also export tasks whose candidates were not validated (marked in `source`).",
@@ -60,9 +63,12 @@ def export_tmax_cmd(
 ) -> None:
     """TMax RL rows (messages, ground_truth, dataset, env_config, source) with a Harbor-style task
     bundle per row (instruction.md, task.toml, environment/, tests/test.sh, solution/solve.sh)."""
-    config = TmaxExportConfig(store=store_path(store), out=out_dir, **given(
-        repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image, env_name=env_name,
-        repo_search=tuple(repo_search) if repo_search else None, check=check, plain_dirs=plain_dirs))
+    settings = load_pipeline(pipeline)
+    flags = given(repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image,
+                  env_name=env_name, repo_search=tuple(repo_search) if repo_search else None, check=check,
+                  plain_dirs=plain_dirs)
+    config = TmaxExportConfig.from_settings(settings["export"], settings["verify"],
+                                            store=pipeline_store(store, settings), out=out_dir, **flags)
     summary = export_tmax(config)
     if as_json:
         out.print_json(json.dumps({
@@ -87,6 +93,7 @@ def export_tmax_cmd(
 def export_sft_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Output dataset directory (data/, tokens/, README.md).")],
     store: StoreOpt = None,
+    pipeline: PipelineOpt = None,
     lam: Annotated[Optional[float], typer.Option(
         "--lambda", help="ActObs λ: loss weight of observation tokens (0: action-only SFT).", min=0.0,
         show_default=_sft_default("lam"))] = None,
@@ -112,9 +119,12 @@ def export_sft_cmd(
 ) -> None:
     """ActObs-weighted SFT data: one chat example per task (messages + tools), and with --tokenizer the
     token-level form (action 1, observation λ, scaffold 0), as a Hugging Face dataset directory."""
-    config = SftExportConfig(store=store_path(store), out=out_dir, **given(
-        min_verifier=min_verifier, tools=tools, reasoning=reasoning, tokenizer=tokenizer, lam=lam,
-        on_unstable=on_unstable, max_chars=max_chars, max_tokens=max_tokens, dedupe=dedupe, overwrite=overwrite))
+    settings = load_pipeline(pipeline)
+    flags = given(min_verifier=min_verifier, tools=tools, reasoning=reasoning, tokenizer=tokenizer, lam=lam,
+                  on_unstable=on_unstable, max_chars=max_chars, max_tokens=max_tokens, dedupe=dedupe,
+                  overwrite=overwrite)
+    config = SftExportConfig.from_settings(settings["export"], store=pipeline_store(store, settings), out=out_dir,
+                                           **flags)
     progress, report = counting_progress("export sft", "tasks", show=not quiet and not as_json)
     with progress:
         summary = export_sft(config, progress=report)

@@ -15,6 +15,7 @@ from logmine.cli.main import app
 from logmine.cli.options import (
     ExecutorOpt,
     JsonOpt,
+    PipelineOpt,
     QuietOpt,
     RayAddressOpt,
     StoreOpt,
@@ -28,6 +29,7 @@ from logmine.demo import DEMO_INPUTS
 from logmine.ingest.report import render_stats, stats
 from logmine.ingest.run import IngestConfig, NothingToIngest, ingest
 from logmine.ingest.summary import print_summary
+from logmine.pipeline import load_pipeline
 from logmine.store import Store
 
 MIB_SHIFT = 20  # the flags count MiB, the config bytes
@@ -50,6 +52,7 @@ def ingest_cmd(
              "sessions/, archived_sessions/, history.jsonl.", show_default=False)] = None,
     store: StoreOpt = None,
     demo: Annotated[bool, typer.Option("--demo", help="Ingest the small demo corpus shipped with logmine.")] = False,
+    pipeline: PipelineOpt = None,
     max_line_mb: Annotated[Optional[int], typer.Option(
         help="Quarantine lines longer than this many MiB.", min=1,
         show_default=str(field_default(IngestConfig, "max_line_bytes") >> MIB_SHIFT))] = None,
@@ -74,13 +77,14 @@ def ingest_cmd(
     stopped, rewritten files are replaced. Bad lines are quarantined with a reason.
     """
     inputs = DEMO_INPUTS if demo else tuple(paths or ())
-    missing = [p for p in inputs if not os.path.lexists(p)]
+    settings = load_pipeline(pipeline)
+    config = IngestConfig.from_settings(settings["ingest"], **given(
+        paths=inputs or None, store=store, max_line_bytes=_mib(max_line_mb), batch_bytes=_mib(batch_mb), jobs=jobs,
+        executor=executor_config(executor, ray_address, settings),
+        redact_style=redact_style.value if redact_style else None))
+    missing = [p for p in config.paths if not os.path.lexists(p)]  # the command line's or the pipeline's
     if missing:
         fail(f"no such file or directory: {missing[0]}")
-    config = IngestConfig(paths=inputs, **given(store=store, max_line_bytes=_mib(max_line_mb),
-                                                batch_bytes=_mib(batch_mb), jobs=jobs,
-                                                executor=executor_config(executor, ray_address),
-                                                redact_style=redact_style.value if redact_style else None))
     progress, set_total, advance = bytes_progress("ingest", show=not quiet and not as_json)
     with progress:
         summary = ingest(config, total_cb=set_total, progress=lambda n, _path: advance(n))

@@ -1,8 +1,9 @@
 """Options several commands share, and how a command turns its flags into a stage config.
 
-Defaults live in one place, the config dataclasses (and the pipeline TOML for ``logmine run``):
-an option that sets a config field defaults to ``None``, the command passes only the flags the user
-gave (:func:`given`), and ``--help`` shows the field's default (:func:`field_default`).
+Defaults live in one place, the packaged pipeline TOML, which the config dataclasses read: an option
+that sets a config field defaults to ``None``, the command makes its config from the pipeline's
+settings (``--pipeline``, else the packaged ones) with only the flags the user gave laid over them
+(:func:`given`), and ``--help`` shows the field's default (:func:`field_default`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import typer
 import yaml
 
 from logmine.cli.errors import fail
+from logmine.locations import RAY_ADDRESS_ENV, STORE_ENV
 from logmine.store import DEFAULT_STORE
 
 StoreOpt = Annotated[Optional[Path], typer.Option(
-    "--store", envvar="LOGMINE_STORE", show_default=str(DEFAULT_STORE),
+    "--store", envvar=STORE_ENV, show_default=str(DEFAULT_STORE),
     help="Store directory (Parquet tables + catalog.duckdb).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
@@ -34,7 +36,10 @@ ExecutorOpt = Annotated[Optional[str], typer.Option(
     "--executor", help="Where units of work run: local (this machine's pool) or ray (docs/distributed.md).",
     show_default="local")]
 RayAddressOpt = Annotated[Optional[str], typer.Option(
-    "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster address (HOST:PORT or auto); implies --executor ray.")]
+    "--ray-address", envvar=RAY_ADDRESS_ENV, help="Ray cluster address (HOST:PORT or auto); implies --executor ray.")]
+PipelineOpt = Annotated[Optional[Path], typer.Option(
+    "--pipeline", help="Pipeline TOML laid over the packaged logmine/pipelines/codex-default.toml (it names only "
+    "what it changes): its settings are the defaults, options given here win over them.", show_default=False)]
 SeedOpt = Annotated[Optional[int], typer.Option(help="Random seed.")]
 EngineOpt = Annotated[Optional[str], typer.Option(help="Rollout engine: hf or vllm.")]
 ResumeOpt = Annotated[bool, typer.Option(help="Continue from the last checkpoint in --out.")]
@@ -63,6 +68,11 @@ def given(**values: Any) -> dict[str, Any]:
 def store_path(store: Path | None) -> Path:
     """``--store``, else the default store (for the commands whose config has no default)."""
     return DEFAULT_STORE if store is None else store
+
+
+def pipeline_store(store: Path | None, settings: dict) -> Path:
+    """``--store``, else the pipeline's ``[ingest] store``: the stages of one pipeline share its store."""
+    return Path(settings["ingest"]["store"]) if store is None else store
 
 
 def parse_repo_map(items: list[str] | None) -> tuple[tuple[str, str], ...] | None:
@@ -98,10 +108,12 @@ def parse_sets(pairs: list[str] | None) -> dict[str, Any]:
     return values
 
 
-def executor_config(kind: str | None, address: str | None):
-    """``--executor``/``--ray-address`` as an :class:`~logmine.executor.ExecutorConfig`; None when neither was given."""
+def executor_config(kind: str | None, address: str | None, settings: dict | None = None):
+    """``--executor``/``--ray-address`` as an :class:`~logmine.executor.ExecutorConfig`; when neither was
+    given, the pipeline's ``[executor]`` (``settings``: a loaded pipeline), else None."""
     from logmine.executor import ExecutorConfig
+    from logmine.pipeline import executor_of
 
     if kind is None and address is None:
-        return None
+        return None if settings is None else executor_of(settings["executor"])
     return ExecutorConfig(kind=kind or "ray", address=address)

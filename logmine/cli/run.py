@@ -10,11 +10,12 @@ from rich.table import Table
 
 from logmine.cli.errors import with_hints
 from logmine.cli.main import app
-from logmine.cli.options import ExecutorOpt, RayAddressOpt, executor_config
+from logmine.cli.options import ExecutorOpt, PipelineOpt, RayAddressOpt, executor_config
 from logmine.cli.output import err, out
 from logmine.export.funnel import read_funnel, render_funnel
 from logmine.ingest.run import NothingToIngest
 from logmine.ingest.summary import render_summary
+from logmine.locations import STORE_ENV
 from logmine.run import RunConfig, run_pipeline
 from logmine.segment.report import render_segment_summary
 from logmine.verify.report import render_verify_summary
@@ -25,9 +26,8 @@ from logmine.verify.report import render_verify_summary
 def run_cmd(
     demo: Annotated[bool, typer.Option("--demo", help="Run on the small corpus (and repository) shipped with "
                                        "logmine.")] = False,
-    pipeline: Annotated[Optional[Path], typer.Option(
-        help="Pipeline TOML overriding logmine/pipelines/codex-default.toml.")] = None,
-    store: Annotated[Optional[Path], typer.Option("--store", envvar="LOGMINE_STORE",
+    pipeline: PipelineOpt = None,
+    store: Annotated[Optional[Path], typer.Option("--store", envvar=STORE_ENV,
                                                   help="Store directory (default: the pipeline's).")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Export directory (default: the pipeline's).")] =
         None,

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Annotated, Optional
-
-import typer
 
 from logmine.cli.errors import with_hints
 from logmine.cli.main import app
-from logmine.cli.options import JsonOpt, QuietOpt, StoreOpt, given
+from logmine.cli.options import JsonOpt, PipelineOpt, QuietOpt, StoreOpt, pipeline_store
 from logmine.cli.output import counting_progress, out
+from logmine.pipeline import load_pipeline
 from logmine.segment import NothingToSegment, SegmentConfig, segment
 from logmine.segment.report import render_segment_summary, segment_summary_dict
 
@@ -20,8 +17,7 @@ from logmine.segment.report import render_segment_summary, segment_summary_dict
 @with_hints({NothingToSegment: "run `logmine ingest` first"})
 def segment_cmd(
     store: StoreOpt = None,
-    pipeline: Annotated[Optional[Path], typer.Option(
-        help="Pipeline TOML overriding logmine/pipelines/codex-default.toml ([segment]).")] = None,
+    pipeline: PipelineOpt = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
@@ -29,7 +25,8 @@ def segment_cmd(
 
     Incremental: only sessions whose files changed since the last run are segmented again.
     """
-    config = SegmentConfig(**given(store=store, pipeline=pipeline))
+    settings = load_pipeline(pipeline)
+    config = SegmentConfig(store=pipeline_store(store, settings), settings=settings["segment"])
     progress, report = counting_progress("segment", "sessions", show=not quiet and not as_json)
     with progress:
         summary = segment(config, progress=report)

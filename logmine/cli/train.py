@@ -48,13 +48,15 @@ def train_sft_cmd(
 ) -> None:
     """Supervised fine-tuning with the ActObs loss: -(Σ_A log p + λ Σ_O log p) / (|A| + λ|O|)."""
     require_torch()
-    from logmine.train.config import load_config
+    from logmine.config import load_config
     from logmine.train.sft import train_sft
+    from logmine.train.sft_config import SftTrainConfig
 
     settings = load_config(config, {
         "data": data, "model": model, "out": out_dir, "lam": lam, "max_steps": max_steps, "lr": lr,
         "batch_tokens": batch_size, "grad_accum": grad_accum, "normalisation": normalisation, "dtype": dtype,
-        "packing": packing, "lora": lora, "save_every": save_every, "resume": resume or None, "seed": seed})
+        "packing": packing, "lora": lora, "save_every": save_every, "resume": resume or None, "seed": seed},
+        kind=SftTrainConfig)
     table = Table("step", "loss", "nll action", "nll obs", "lr", "grad norm", "tokens/s", title="logmine train sft",
                   title_justify="left")
     with Live(table, console=err, transient=True, auto_refresh=False) as live:  # drawn again below on success
@@ -92,7 +94,7 @@ def train_grpo_cmd(
 ) -> None:
     """Multi-turn GRPO with DPPO masking: rollouts of a bash agent in the sandbox, rewards from hidden tests."""
     require_torch()
-    from logmine.train.config import load_config
+    from logmine.config import load_config
     from logmine.train.grpo import train_grpo
     from logmine.train.grpo_config import GrpoTrainConfig
 

@@ -12,6 +12,7 @@ from logmine.cli.main import app
 from logmine.cli.options import (
     ExecutorOpt,
     JsonOpt,
+    PipelineOpt,
     PlainDirsOpt,
     QuietOpt,
     RayAddressOpt,
@@ -22,9 +23,11 @@ from logmine.cli.options import (
     field_default,
     given,
     parse_repo_map,
+    pipeline_store,
 )
 from logmine.cli.output import counting_progress, out
 from logmine.export.funnel import read_funnel, render_funnel
+from logmine.pipeline import load_pipeline
 from logmine.verify import NothingToVerify, VerifyConfig, verify
 from logmine.verify.report import render_verify_summary, verify_summary_dict
 
@@ -33,6 +36,7 @@ from logmine.verify.report import render_verify_summary, verify_summary_dict
 @with_hints({NothingToVerify: "run `logmine ingest` and `logmine segment` first"})
 def verify_cmd(
     store: StoreOpt = None,
+    pipeline: PipelineOpt = None,
     repo_map: RepoMapOpt = None,
     jobs: Annotated[Optional[int], typer.Option(
         "--jobs", "-j", help="Tasks verified in parallel.", min=1,
@@ -60,11 +64,11 @@ def verify_cmd(
 
     Resumable: tasks already verified for their current segmentation are skipped.
     """
-    config = VerifyConfig(**given(store=store, repo_map=parse_repo_map(repo_map), jobs=jobs, backend=backend,
-                                  timeout_s=timeout, env_mode=env_mode,
-                                  repo_search=tuple(repo_search) if repo_search else None,
-                                  redo=tuple(redo) if redo else None, plain_dirs=plain_dirs,
-                                  executor=executor_config(executor, ray_address)))
+    settings = load_pipeline(pipeline)
+    config = VerifyConfig.from_settings(settings["verify"], store=pipeline_store(store, settings), **given(
+        repo_map=parse_repo_map(repo_map), jobs=jobs, backend=backend, timeout_s=timeout, env_mode=env_mode,
+        repo_search=tuple(repo_search) if repo_search else None, redo=tuple(redo) if redo else None,
+        plain_dirs=plain_dirs, executor=executor_config(executor, ray_address, settings)))
     progress, report = counting_progress("verify", "tasks", show=not quiet and not as_json)
     with progress:
         summary = verify(config, progress=report)

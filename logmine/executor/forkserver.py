@@ -19,7 +19,8 @@ import multiprocessing
 import multiprocessing.forkserver
 import os
 import signal
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 INGEST_PRELOAD = ("logmine.ingest.worker",)  # what ingest's forkserver imports: the rules, compiled once
 PARENT_ENV = "LOGMINE_FORKSERVER_PARENT"  # the pid of the process that started the forkserver
@@ -30,16 +31,23 @@ def start(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
     """The forkserver context, its server started (if it is not yet) with ``preload`` imported."""
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(preload))
-    before = os.environ.get(PARENT_ENV)
-    os.environ[PARENT_ENV] = str(os.getpid())  # read by adopt_if_forkserver in the server
-    try:
+    with _environ_set(PARENT_ENV, str(os.getpid())):  # read by adopt_if_forkserver in the server
         multiprocessing.forkserver.ensure_running()
+    return context
+
+
+@contextmanager
+def _environ_set(name: str, value: str) -> Iterator[None]:
+    """``os.environ[name] = value`` for the duration, then as it was."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
     finally:
         if before is None:
-            del os.environ[PARENT_ENV]
+            del os.environ[name]
         else:
-            os.environ[PARENT_ENV] = before
-    return context
+            os.environ[name] = before
 
 
 def adopt_if_forkserver() -> None:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from logmine.executor import Done, ExecutorError, Placement, run_placed
+from logmine.locations import ray_address
 
 MAX_RETRIES = 3
 
@@ -50,7 +51,7 @@ class RayExecutor:
     def __init__(self, address: str | None = None, *, in_flight: int | None = None, num_cpus: float = 1.0):
         ray = _ray()
         self._ray = ray
-        address = address or os.environ.get("RAY_ADDRESS") or "auto"
+        address = address or ray_address() or "auto"
         _reachable(address)
         try:
             if not ray.is_initialized():

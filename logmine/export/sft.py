@@ -44,7 +44,7 @@ from logmine.export.trajectory import (
     TrajectoryOptions,
     build_trajectory,
 )
-from logmine.pipeline import load_pipeline
+from logmine.pipeline import packaged
 from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import NoTasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
@@ -103,7 +103,7 @@ class NothingToExport(SftExportError, NoTasks):
 class SftExportConfig:
     store: Path
     out: Path
-    min_verifier: str = load_pipeline()["export"]["min_verifier"]  # validated | candidate | any
+    min_verifier: str = field(default_factory=lambda: packaged("export")["min_verifier"])  # validated | candidate | any
     tools: str = "canonical"  # canonical (bash + apply_patch, the sandbox harness's tools) | raw (Codex's own)
     reasoning: str = "drop"  # drop | summary (reasoning summaries as reasoning_content)
     system_prompt: str = SYSTEM_PROMPT  # "" for no system message
@@ -115,6 +115,11 @@ class SftExportConfig:
     dedupe: bool = True  # export identical conversations once
     shard_rows: int = 1000  # rows per Parquet shard
     overwrite: bool = False  # replace a non-empty OUT
+
+    @classmethod
+    def from_settings(cls, settings: dict, **fields) -> SftExportConfig:
+        """From a pipeline's ``[export]`` settings; ``fields`` (``store``, ``out``, the flags given) win."""
+        return cls(**{"min_verifier": settings["min_verifier"], **fields})
 
 
 @dataclass

@@ -28,11 +28,12 @@ from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recip
 from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.export.check import check_bundle
-from logmine.pipeline import load_pipeline
+from logmine.pipeline import packaged
 from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
+from logmine.verify.run import verify_fields
 from logmine.verify.workspace import NotRebuilt, read_inside, rebuild
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
@@ -61,10 +62,6 @@ ROW_SCHEMA = pa.schema([
     ("source", pa.string()),
 ])
 
-
-_DEFAULTS = load_pipeline()  # the packaged pipeline's values are the defaults
-
-
 class ExportError(LogmineError, RuntimeError):
     """The export cannot run (no store, no tasks, output not writable)."""
 
@@ -73,15 +70,30 @@ class NothingToExport(ExportError, NoTasks):
     """The store has no tasks: ``logmine segment`` has not run."""
 
 
+_REPOSITORY_FIELDS = ("repo_map", "repo_search", "plain_dirs")  # where verify found the tasks' repositories
+
+
+def _fields(settings: dict, verify: dict) -> dict:
+    """:class:`TmaxExportConfig` fields from a pipeline's ``[export]`` and ``[verify]`` settings."""
+    repositories = verify_fields(verify)
+    return {"include_unvalidated": settings["include_unvalidated"],
+            **{name: repositories[name] for name in _REPOSITORY_FIELDS}}
+
+
+def _packaged(name: str):
+    """A field whose default is the packaged pipeline's setting (read when a config is made)."""
+    return field(default_factory=lambda: _fields(packaged("export"), packaged("verify"))[name])
+
+
 @dataclass(frozen=True, slots=True)
 class TmaxExportConfig:
     store: Path
     out: Path
-    repo_map: tuple[tuple[str, str], ...] = tuple(_DEFAULTS["verify"]["repo_map"].items())
-    include_unvalidated: bool = _DEFAULTS["export"]["include_unvalidated"]
+    repo_map: tuple[tuple[str, str], ...] = _packaged("repo_map")
+    include_unvalidated: bool = _packaged("include_unvalidated")
     image: str | None = None  # a prebuilt image that holds everything: task.toml names it, nothing is built
-    repo_search: tuple[Path, ...] = ()
-    plain_dirs: bool = False  # copy a working directory that is not a git repository (credentials left out)
+    repo_search: tuple[Path, ...] = _packaged("repo_search")
+    plain_dirs: bool = _packaged("plain_dirs")  # copy a non-git working directory (credentials left out)
     check: bool = True  # run each bundle (reward 0 on the seeds, 1 after the solution) before writing it
     env_name: str = "swerl_vanillux_sandbox"
     source: str = "logmine"
@@ -89,6 +101,12 @@ class TmaxExportConfig:
     verifier_timeout_s: int = 120
     cpus: int = 1
     memory_mb: int = 2048
+
+    @classmethod
+    def from_settings(cls, settings: dict, verify: dict, **fields) -> TmaxExportConfig:
+        """From a pipeline's ``[export]`` settings and the repository settings of its ``[verify]``;
+        ``fields`` (``store``, ``out``, the flags given) win."""
+        return cls(**{**_fields(settings, verify), **fields})
 
 
 @dataclass

@@ -22,7 +22,7 @@ from logmine.ingest.discover import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
-from logmine.pipeline import load_pipeline
+from logmine.pipeline import packaged
 from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.store.catalog import CATALOG, DEFAULT_STORE
 from logmine.store.parts import Part, without_gens, write_part
@@ -37,7 +37,16 @@ DEFAULT_JOBS = min(4, os.cpu_count() or 1)
 class NothingToIngest(LogmineError, RuntimeError):
     """No input path exists or none holds a session file."""
 
-_DEFAULTS = load_pipeline()["ingest"]  # the packaged pipeline's [ingest] values are the defaults
+
+def _fields(settings: dict) -> dict:
+    """:class:`IngestConfig` fields from a pipeline's ``[ingest]`` settings."""
+    return {"paths": tuple(Path(p) for p in settings["paths"]), "store": Path(settings["store"]),
+            "max_line_bytes": settings["max_line_mb"] << 20, "batch_bytes": settings["batch_mb"] << 20}
+
+
+def _packaged(name: str):
+    """A field whose default is the packaged pipeline's setting (read when a config is made)."""
+    return field(default_factory=lambda: _fields(packaged("ingest"))[name])
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +55,16 @@ class IngestConfig:
 
     paths: tuple[Path, ...] = ()  # files or directories; empty means the Codex home defaults
     store: Path = DEFAULT_STORE
-    max_line_bytes: int = _DEFAULTS["max_line_mb"] << 20  # longer lines are quarantined without being loaded
-    batch_bytes: int = _DEFAULTS["batch_mb"] << 20  # source bytes per commit
+    max_line_bytes: int = _packaged("max_line_bytes")  # longer lines are quarantined without being loaded
+    batch_bytes: int = _packaged("batch_bytes")  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
     executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
     redact_style: str | None = None  # pseudonym | placeholder; None: the store's (a new store: pseudonym)
+
+    @classmethod
+    def from_settings(cls, settings: dict, **fields) -> IngestConfig:
+        """From a pipeline's ``[ingest]`` settings; ``fields`` (the flags given, the run's store) win."""
+        return cls(**{**_fields(settings), **fields})
 
 
 ProgressFn = Callable[[int, str], None]  # (bytes just done, path)

@@ -1,5 +1,5 @@
 """The GRPO run's configuration: one frozen dataclass, filled from ``train/grpo-dppo.yaml`` and flags
-(:func:`logmine.train.config.load_config` with ``kind=GrpoTrainConfig``; unknown keys are errors).
+(:func:`logmine.config.load_config` with ``kind=GrpoTrainConfig``; unknown keys are errors).
 The rollout fields are those of :class:`logmine.agent.settings.RolloutSettings`, shared with filter and eval.
 
 Defaults follow TMax's released recipe (centered advantages, DPPO binary-TV δ = 0.1, β = 0, zero-std

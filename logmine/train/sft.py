@@ -1,6 +1,7 @@
 """``logmine train sft``: supervised fine-tuning with the ActObs loss on the token-level export.
 
-    summary = train_sft(load_config(Path("train/sft-actobs.yaml"), {"data": D, "model": M, "out": OUT}))
+    summary = train_sft(load_config(Path("train/sft-actobs.yaml"), {"data": D, "model": M, "out": OUT},
+                                    kind=SftTrainConfig))
 
 One optimizer step = ``grad_accum`` micro-batches per process (``data.step_batches``: whole examples
 packed into ``batch_tokens``-token rows). The loss (:mod:`logmine.train.loss`) is normalised over the
@@ -36,7 +37,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from logmine.train.config import SftTrainConfig
 from logmine.train.data import TokenExample, collate, load_examples, step_batches
 from logmine.train.loss import actobs_loss, step_denominator, token_nll
 from logmine.train.run_dir import (
@@ -52,6 +52,7 @@ from logmine.train.run_dir import (
     save_checkpoint,
     truncate_logs,
 )
+from logmine.train.sft_config import SftTrainConfig
 
 __all__ = ["TrainError", "TrainSummary", "train_sft"]  # TrainError: the CLI imports it from here
 

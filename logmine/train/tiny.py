@@ -62,8 +62,14 @@ _TEMPLATE = (_SYSTEM_AND_TOOLS + """\
 {%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}
 """)
 
-# ChatML with tools; reasoning_content is rendered in every assistant turn (prefix-stable).
-CHATML_TOOLS = _TEMPLATE.replace("THINK_CONDITION", "message.reasoning_content")
+
+def chatml_template(think_condition: str = "message.reasoning_content") -> str:
+    """ChatML with tools, an assistant turn's ``reasoning_content`` rendered where the Jinja expression
+    ``think_condition`` holds (the default: in every turn, so the rendering is prefix-stable)."""
+    return _TEMPLATE.replace("THINK_CONDITION", think_condition)
+
+
+CHATML_TOOLS = chatml_template()  # what init-model's tokenizer carries
 
 _CORPUS = """\
 You are a coding agent working in a repository. Use the bash tool to run commands and apply_patch

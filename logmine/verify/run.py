@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, Placement, make_executor
-from logmine.pipeline import load_pipeline
+from logmine.pipeline import packaged
 from logmine.sandbox import Limits, backend_unavailable
 from logmine.segment.records import NoTasks, load_task, read_tasks
 from logmine.store import CATALOG, DEFAULT_STORE, Store
@@ -43,7 +43,6 @@ WHERE t.n_candidates > 0 AND (v.task_id IS NULL OR v.seg_gen <> t.seg_gen
 ORDER BY t.source_path, t.index
 """
 REDO_STATUSES = ("validated", "passes_at_start", "fails_after", "unscored", "not_rebuilt")
-_DEFAULTS = load_pipeline()["verify"]  # the packaged pipeline's [verify] values are the defaults
 
 
 class VerifySettingsError(LogmineError, ValueError):
@@ -54,17 +53,30 @@ class NothingToVerify(NoTasks):
     """The store has no segmented tasks (or there is no store)."""
 
 
+def verify_fields(settings: dict) -> dict:
+    """:class:`VerifyConfig` fields from a pipeline's ``[verify]`` settings (export tmax reads the
+    repository ones too)."""
+    return {"repo_map": tuple(settings["repo_map"].items()), "jobs": settings["jobs"], "backend": settings["backend"],
+            "timeout_s": float(settings["timeout_s"]), "env_mode": settings["env_mode"],
+            "repo_search": tuple(Path(p) for p in settings["repo_search"]), "plain_dirs": settings["plain_dirs"]}
+
+
+def _packaged(name: str):
+    """A field whose default is the packaged pipeline's setting (read when a config is made)."""
+    return field(default_factory=lambda: verify_fields(packaged("verify"))[name])
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyConfig:
     store: Path = DEFAULT_STORE
-    repo_map: tuple[tuple[str, str], ...] = tuple(_DEFAULTS["repo_map"].items())  # (old prefix, new prefix)
-    jobs: int = _DEFAULTS["jobs"]
-    backend: str = _DEFAULTS["backend"]
-    timeout_s: float = _DEFAULTS["timeout_s"]  # per command, replayed or grading
-    env_mode: str = _DEFAULTS["env_mode"]  # auto | host | built | none (docs/environments.md)
-    repo_search: tuple[Path, ...] = tuple(Path(p) for p in _DEFAULTS["repo_search"])  # roots holding clones
+    repo_map: tuple[tuple[str, str], ...] = _packaged("repo_map")  # (old prefix, new prefix)
+    jobs: int = _packaged("jobs")
+    backend: str = _packaged("backend")
+    timeout_s: float = _packaged("timeout_s")  # per command, replayed or grading
+    env_mode: str = _packaged("env_mode")  # auto | host | built | none (docs/environments.md)
+    repo_search: tuple[Path, ...] = _packaged("repo_search")  # roots holding clones
     redo: tuple[str, ...] = ()  # statuses whose tasks are verified again whatever decided them
-    plain_dirs: bool = _DEFAULTS["plain_dirs"]  # copy working directories that are not git repositories
+    plain_dirs: bool = _packaged("plain_dirs")  # copy working directories that are not git repositories
     executor: ExecutorConfig = ExecutorConfig()  # local threads (``jobs``), or a Ray cluster
 
     def __post_init__(self):
@@ -87,13 +99,9 @@ class VerifyConfig:
         return hashlib.sha256(json.dumps(decided).encode()).hexdigest()[:16]
 
     @classmethod
-    def from_settings(cls, settings: dict, store: Path = DEFAULT_STORE,
-                      repo_map: dict[str, str] | None = None) -> VerifyConfig:
-        """From a pipeline's ``[verify]`` settings (``repo_map`` replaces theirs when given)."""
-        mapping = settings["repo_map"] if repo_map is None else repo_map
-        return cls(store=store, repo_map=tuple(mapping.items()), jobs=settings["jobs"], backend=settings["backend"],
-                   timeout_s=settings["timeout_s"], env_mode=settings["env_mode"],
-                   repo_search=tuple(Path(p) for p in settings["repo_search"]), plain_dirs=settings["plain_dirs"])
+    def from_settings(cls, settings: dict, **fields) -> VerifyConfig:
+        """From a pipeline's ``[verify]`` settings; ``fields`` (the flags given, the run's store) win."""
+        return cls(**{**verify_fields(settings), **fields})
 
 
 @dataclass

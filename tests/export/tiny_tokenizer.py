@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from logmine.train.tiny import _TEMPLATE, CHATML_TOOLS, tiny_tokenizer
+from logmine.train.tiny import CHATML_TOOLS, chatml_template, tiny_tokenizer
 
 # Like DeepSeek-R1's template: <think> is kept only in the final message, so appending a turn
 # re-renders the previous one without it (prefix-unstable whenever an earlier turn has reasoning).
-STRIP_THINK = _TEMPLATE.replace("THINK_CONDITION", "message.reasoning_content and loop.last")
+STRIP_THINK = chatml_template("message.reasoning_content and loop.last")
 
 
 def save_tiny_tokenizer(path: Path, template: str = CHATML_TOOLS, texts: Iterable[str] = (),

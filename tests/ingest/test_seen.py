@@ -136,6 +136,8 @@ def test_the_constants_it_shares_with_the_store_and_the_cli(tmp_path):
     (["ingest", "a", "-j=2"], None),
     (["ingest", "a", "--help"], None),
     (["ingest", "a", "--ray-address", "h:1"], None),
+    (["ingest", "a", "--pipeline", "p.toml"], None),  # a pipeline file can change any default
+    (["ingest", "--pipeline=p.toml", "a", "--json"], None),
     (["ingest", "missing"], None),  # the full run's one-line error
     (["ingest", "a", "--", "b"], None),
     (["segment"], None),

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 from logmine.cli.commands import app
-from logmine.train.config import ConfigError, load_config
+from logmine.config import ConfigError, load_config
 from logmine.train.grpo import train_grpo
 from logmine.train.grpo_config import GrpoTrainConfig
 

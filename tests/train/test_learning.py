@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
+from logmine.config import load_config
 from logmine.evaluate.sampling import SampleConfig, sample_all
-from logmine.train.config import load_config
 from logmine.train.grpo import train_grpo
 from logmine.train.grpo_config import GrpoTrainConfig
 

@@ -12,10 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from logmine.train.config import ConfigError, SftTrainConfig, load_config
+from logmine.config import ConfigError, load_config
 from logmine.train.data import collate, load_examples
 from logmine.train.loss import actobs_loss, step_denominator, token_nll
 from logmine.train.sft import TrainError, train_sft
+from logmine.train.sft_config import SftTrainConfig
 from logmine.train.tiny import init_model
 
 RECIPE = Path(__file__).parents[2] / "train" / "sft-actobs.yaml"
@@ -48,7 +49,7 @@ def _config(data, tiny, out, **kw) -> SftTrainConfig:
     values = dict(data=data, model=tiny, out=out, max_steps=4, lr=1e-2, batch_tokens=64, grad_accum=2,
                   schedule="constant", seed=0)
     values.update(kw)
-    return load_config(None, values)
+    return load_config(None, values, kind=SftTrainConfig)
 
 
 def _metrics(out: Path) -> list[dict]:
@@ -56,19 +57,20 @@ def _metrics(out: Path) -> list[dict]:
 
 
 def test_recipe_defaults_flags_override_unknown_keys_fail(tmp_path):
-    config = load_config(RECIPE, {"data": "d", "model": "m", "out": "o", "lr": 0.5, "max_steps": None})
+    config = load_config(RECIPE, {"data": "d", "model": "m", "out": "o", "lr": 0.5, "max_steps": None},
+                         kind=SftTrainConfig)
     assert config.lr == 0.5 and config.data == Path("d")
     assert config.normalisation == "example"
     with pytest.raises(ConfigError, match="unknown config key: learning_rate"):
-        load_config(RECIPE, {"data": "d", "model": "m", "out": "o", "learning_rate": 1})
+        load_config(RECIPE, {"data": "d", "model": "m", "out": "o", "learning_rate": 1}, kind=SftTrainConfig)
     bad = tmp_path / "bad.yaml"
     bad.write_text("lamda: 0.1\n")
     with pytest.raises(ConfigError, match="unknown config key: lamda"):
-        load_config(bad, {"data": "d", "model": "m", "out": "o"})
+        load_config(bad, {"data": "d", "model": "m", "out": "o"}, kind=SftTrainConfig)
     with pytest.raises(ConfigError, match="normalisation must be one of example, batch, got 'token'"):
-        load_config(None, {"data": "d", "model": "m", "out": "o", "normalisation": "token"})
+        load_config(None, {"data": "d", "model": "m", "out": "o", "normalisation": "token"}, kind=SftTrainConfig)
     with pytest.raises(ConfigError, match="missing required setting: out"):
-        load_config(None, {"data": "d", "model": "m"})
+        load_config(None, {"data": "d", "model": "m"}, kind=SftTrainConfig)
 
 
 def test_loss_decreases_parameters_change_metrics_written(tmp_path, data, tiny):
