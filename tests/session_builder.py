@@ -16,12 +16,13 @@ _ids = itertools.count(1)
 
 
 class SessionBuilder:
-    def __init__(self, cwd: str = "/work/repo", commit: str | None = "a" * 40, source="cli", session_id=None):
+    def __init__(self, cwd: str = "/work/repo", commit: str | None = "a" * 40, source="cli", session_id=None,
+                 branch: str = "main"):
         self.session_id = session_id or str(uuid.uuid4())
         self.cwd = cwd
         self.lines: list[dict] = []
         self._t = 0
-        git = {"commit_hash": commit, "branch": "main", "repository_url": "git@example.com:x/y.git"} if commit else {}
+        git = {"commit_hash": commit, "branch": branch, "repository_url": "git@example.com:x/y.git"} if commit else {}
         self._add("session_meta", {"id": self.session_id, "timestamp": self._ts(), "cwd": cwd,
                                    "originator": "codex_cli_rs", "cli_version": "0.63.0", "source": source,
                                    "model_provider": "openai", "git": git})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import select
 import shlex
 import sys
 import tempfile
@@ -111,17 +112,22 @@ def write_traceback(exc: BaseException) -> Path:
 
 
 def _stdout_closed() -> bool:
-    """Is stdout a pipe whose reader left? If so, point it at /dev/null: Python's own flush at exit
-    would fail again."""
+    """Is stdout a pipe whose reader left (``logmine … --help | head``)? If so, point it at
+    /dev/null: Python's own flush at exit would fail again. The write that failed may have emptied
+    the buffer, so a flush that succeeds is not enough: a pipe without a reader polls as an error."""
     try:
         sys.stdout.flush()
-        return False
-    except (BrokenPipeError, ValueError):
-        try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass
-        return True
+        poll = select.poll()
+        poll.register(sys.stdout.fileno(), select.POLLOUT)
+        if not any(events & select.POLLERR for _, events in poll.poll(0)):
+            return False
+    except (BrokenPipeError, ValueError, OSError):
+        pass
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return True
 
 
 def _first_line(text: str, limit: int = 300) -> str:

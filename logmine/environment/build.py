@@ -18,6 +18,7 @@ left to the tools.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -75,6 +76,8 @@ def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeo
     done = root / ".complete"
     started = time.monotonic()
     if done.exists():
+        with contextlib.suppress(OSError):  # a prefix built before a scratch name was added (a read-only cache: not)
+            _scratch_mountpoints(root / "tree")
         return Built(str(root / "tree"), True, 0.0)
     if str(root) in _FAILED:  # one failing build (offline, say) per process, not one per task
         raise EnvironmentUnavailable(_FAILED[str(root)])

@@ -113,11 +113,11 @@ def _remove_from(pid: int, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-# Caches test runners write under a dependency directory (vite/vitest: node_modules/.vite; babel, jest,
-# eslint and others: node_modules/.cache). A read-only bind of the directory gets a private, empty,
-# writable tmpfs at each of them that exists in its source: the run writes there, the source stays
-# as it was.
-SCRATCH_NAMES = (".vite", ".cache")
+# Caches test runners write under a dependency directory (vite/vitest: node_modules/.vite, and since
+# vite 6 the bundled config file in node_modules/.vite-temp; babel, jest, eslint and others:
+# node_modules/.cache). A read-only bind of the directory gets a private, empty, writable tmpfs at
+# each of them that exists in its source: the run writes there, the source stays as it was.
+SCRATCH_NAMES = (".vite", ".vite-temp", ".cache")
 
 
 def scratch_dirs(binds: Iterable[tuple[str, str]]) -> list[str]:

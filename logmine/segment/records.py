@@ -258,6 +258,13 @@ class Action:
     command: str | None = None
     workdir: str | None = None
     ops: tuple[FileOp, ...] = ()
+    failed: bool | None = None  # a command: whether the session saw it fail (None: not recorded)
+
+    def failed_again(self, exit_code: int | None, error: str | None = None) -> bool:
+        """Did this command fail at replay (``exit_code``, or a sandbox ``error``) where the session
+        saw it succeed or did not record how it ended? A command that failed in the session and fails
+        again replays consistently: it is no sign that the replay diverged."""
+        return bool(error) or (exit_code != 0 and not self.failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,7 +286,7 @@ _PRIOR_SQL = """
 SELECT call_id, workdir, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
 ORDER BY seq
 """
-_CALLS_SQL = "SELECT call_id, exit_code, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
+_CALLS_SQL = "SELECT call_id, exit_code, failed, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
 
 
 def read_tasks(store: Store, sql: str = "SELECT * FROM tasks ORDER BY source_path, index",
@@ -326,15 +333,21 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
                                       ops=(_op(event["arguments"]),)))
         elif event["command"] and event["call_id"] not in patched and event["tool_name"] != "write_stdin":
             actions.append(Action(event["seq"], "command", event["call_id"], command=event["command"],
-                                  workdir=event["workdir"]))
+                                  workdir=event["workdir"], failed=_failed(calls, event["call_id"])))
     return TaskInput(task, read_candidates(store, task), tuple(actions),
-                     tuple(_prior_action(p, by_call) for p in task.start_state.prior_patches
+                     tuple(_prior_action(p, by_call, calls) for p in task.start_state.prior_patches
                            if p.command is not None or p.call_id in by_call))
 
 
-def _prior_action(prior: PriorPatch, by_call: dict[str, list[dict]]) -> Action:
+def _failed(calls: dict[str, dict], call_id: str | None) -> bool | None:
+    call = calls.get(call_id) if call_id else None
+    return call["failed"] if call else None
+
+
+def _prior_action(prior: PriorPatch, by_call: dict[str, list[dict]], calls: dict[str, dict]) -> Action:
     if prior.command is not None:
-        return Action(prior.seq, "command", prior.call_id, command=prior.command, workdir=prior.workdir)
+        return Action(prior.seq, "command", prior.call_id, command=prior.command, workdir=prior.workdir,
+                      failed=_failed(calls, prior.call_id))
     rows = by_call[prior.call_id]
     return Action(prior.seq, "patch", prior.call_id, workdir=rows[0]["workdir"],
                   ops=tuple(_op(r["arguments"]) for r in rows))

@@ -166,11 +166,11 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
             else:
                 workdir = action.workdir if within(action.workdir, root) else cwd
                 result = box.run(action.command, cwd=workdir)
-                if result.error or result.exit_code != 0:
+                if action.failed_again(result.exit_code, result.error):
                     failed.append(f"seq {action.seq} ({result.error or 'exit ' + str(result.exit_code)})")
         shutil.rmtree(tree)
         _copy_back(Path(box.workspace), tree)
-    shutil.rmtree(tree / ".git", ignore_errors=True)  # the rebuilt tree gets its own snapshot commit
+    # the replay's .git stays until the rebuilt tree gets its own snapshot commit, on the branch it left
     n = sum(a.kind == "command" for a in prior)
     notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(failed[:3])}"
                                                           if failed else ""))

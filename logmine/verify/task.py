@@ -205,7 +205,7 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
                 result = box.run(action.command, cwd=where)
                 if result.error:
                     problems.append(f"replay: command at seq {action.seq}: {result.error}")
-                if result.error or result.exit_code != 0:
+                if action.failed_again(result.exit_code, result.error):
                     failed.append((action.seq, action.command))
         expected = _end_contents(item.candidates, base / os.path.relpath(state.cwd, state.root))
         grades = {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}

@@ -130,7 +130,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
-            _snapshot(dest)  # replayed git commands (git mv, git checkout) expect a repository
+            _snapshot(dest, recipe.repo.git_branch)  # replayed git commands (git mv, git checkout) expect one
         try:
             redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
                                           untracked=frozenset(recipe.untracked))
@@ -147,7 +147,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     if missing:
         notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
                      + ", ".join(missing[:3]))
-    _snapshot(dest)
+    _snapshot(dest, recipe.repo.git_branch)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed))
 
 
@@ -352,10 +352,16 @@ def _export(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS) -> l
     return left_out
 
 
-def _snapshot(dest: Path) -> None:
-    """Make the rebuilt tree a one-commit git repository (replayed git commands expect one)."""
+def _snapshot(dest: Path, branch: str | None = None) -> None:
+    """Make the rebuilt tree a one-commit git repository (replayed git commands expect one) on the
+    branch the author was on: the one a replay left checked out, else ``branch`` (the session's
+    recorded one), else git's default. Tools read it: spec-kit's scripts (``.specify/``) refuse to
+    run off a feature branch (``001-…``) and find the feature's directory by its name."""
     if (dest / ".git").exists():
-        return
+        branch = _git(dest, "symbolic-ref", "--short", "-q", "HEAD") or branch
+        shutil.rmtree(dest / ".git")
     env = {**os.environ, **_GIT_ENV}
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "logmine start state", "--allow-empty"]):
+    if not branch or _git(dest, "init", "-q", "-b", branch) is None:  # a name git refuses: its default
+        subprocess.run(["git", "-C", str(dest), "init", "-q"], env=env, capture_output=True, check=True)
+    for args in (["add", "-A"], ["commit", "-qm", "logmine start state", "--allow-empty"]):
         subprocess.run(["git", "-C", str(dest), *args], env=env, capture_output=True, check=True)

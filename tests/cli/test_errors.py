@@ -7,6 +7,7 @@ a command calls with one that raises: the only place the tests patch our own cod
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import subprocess
@@ -104,3 +105,20 @@ def test_train_without_torch_is_one_line(monkeypatch, tmp_path):
     assert result.exit_code == 1
     assert result.output.strip() == ("Error: logmine train needs torch, transformers and accelerate (torch is "
                                      "missing) (pip install 'logmine[train]')")
+
+
+
+@pytest.mark.parametrize("reader", [True, False])
+def test_a_pipe_whose_reader_left_is_seen_even_with_nothing_left_to_flush(monkeypatch, reader):
+    """``logmine sql --help | head -1``: the write that met the closed pipe emptied the buffer, so a
+    flush succeeds; the pipe itself says its reader is gone (and the error is then not reported)."""
+    from logmine.cli.errors import _stdout_closed
+
+    read, write = os.pipe()
+    if not reader:
+        os.close(read)
+    with os.fdopen(write, "w") as stdout:
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert _stdout_closed() is not reader
+    if reader:
+        os.close(read)

@@ -51,6 +51,9 @@ PNPM_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pnpm-vitest"
 VITEST = {
     ".gitignore": "node_modules/\n",
     "packages/web/src/math.js": "export const sum = (a, b) => a - b;\nexport const mul = (a, b) => a + b;\n",
+    # a config file: vite bundles it into node_modules/.vite-temp, which must be writable in the sandbox
+    "packages/web/vitest.config.js": "import { defineConfig } from 'vitest/config';\n\n"
+                                     "export default defineConfig({ test: { include: ['test/**/*.test.js'] } });\n",
     "packages/web/test/sum.test.js": "import { expect, test } from 'vitest';\nimport { sum } from '../src/math.js';\n\n"
                                      "test('sum', () => expect(sum(2, 3)).toBe(5));\n",
     "packages/web/test/mul.test.js": "import { expect, test } from 'vitest';\nimport { mul } from '../src/math.js';\n\n"

@@ -244,3 +244,25 @@ def test_a_windows_session_is_not_rebuilt_with_its_reason(tmp_path):
     assert reasons == {"the session ran in C:\\Users\\b\\proj, not a POSIX path (a Windows session): "
                        "its commands do not replay here"}
     assert summary.rebuilt == 0
+
+
+# a project script that works only on a feature branch, as spec-kit's (.specify/scripts/bash/*.sh) do
+ON_FEATURE_BRANCH = ('branch=$(git rev-parse --abbrev-ref HEAD)\ncase "$branch" in [0-9][0-9][0-9]-*) ;; '
+                     '*) echo "ERROR: Not on a feature branch. Current branch: $branch" >&2; exit 1;; esac\n'
+                     "sed -i 's/a - b/a + b/' calc.py\n")
+
+
+def test_a_script_reads_the_branch_the_author_was_on(tmp_path):
+    """The session recorded branch 001-fix-add: the rebuilt tree is on it, so a script that refuses
+    any other branch edits calc.py at replay as it did for the author, and the next task's patch
+    (which needs that edit) applies. A command that failed in the session too (the missing file)
+    failing again is no replay failure."""
+    repo = tmp_path / "work" / "spec"
+    commit = calc_repo(repo, {".specify/scripts/fix.sh": ON_FEATURE_BRANCH})
+    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit, branch="001-fix-add")
+                 .user("Fix add").run(TESTS, 1).run("sed -i 's/x/y/' missing.py", 2)
+                 .run("bash .specify/scripts/fix.sh", 0).run(TESTS, 0).agent("Fixed."))
+    store, _ = _verify(tmp_path, b)
+    assert _rows(store, b)[(1, "test_command", None)]["status"] == "validated", _rows(store, b)
+    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
+    assert "2 earlier shell edit(s) replayed" in note and "failed at replay" not in note, note
