@@ -50,7 +50,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import xxhash  # noqa: E402
 from ingest_tools import MB, TARGET_VS_TEICH, build_corpus, teich_command  # noqa: E402 - bench/ is the script's directory
 
-from logmine.ingest.run import _outcome  # noqa: E402
+from logmine.ingest.run import file_outcome  # noqa: E402
 from logmine.ingest.source import read_file  # noqa: E402
 from logmine.redact import Redactor, ruleset  # noqa: E402
 from logmine.redact.prefilter import base64_runs  # noqa: E402
@@ -136,7 +136,7 @@ def real_read(files: list[str]) -> tuple[float, dict[str, pa.Table]]:
         outs = []
         for path in files:
             redactor = Redactor()
-            outs.append(_outcome(read_file(Path(path), None, lambda: 1, redactor, 32 << 20), redactor.counts))
+            outs.append(file_outcome(read_file(Path(path), None, lambda: 1, redactor, 32 << 20), redactor.counts))
         return {name: pa.concat_tables(t) for name in ("events", "sessions", "quarantine")
                 if (t := [o.tables[name] for o in outs if name in o.tables])}
     return cpu(work)  # measured as the floor's steps are, so that the two subtract

@@ -38,7 +38,10 @@ _WORK = r"""
 import glob, sys
 from pathlib import Path
 import pyarrow as pa, pyarrow.parquet as pq
-from logmine.ingest.run import _outcome
+try:
+    from logmine.ingest.run import file_outcome
+except ImportError:  # a base checkout from before it was public
+    from logmine.ingest.run import _outcome as file_outcome
 from logmine.ingest.source import read_file
 from logmine.redact import Redactor, ruleset
 ruleset()
@@ -46,7 +49,7 @@ files = sorted(glob.glob(sys.argv[1] + "/**/*.json*", recursive=True)) if len(sy
 outs = []
 for path in files:
     redactor = Redactor()
-    outs.append(_outcome(read_file(Path(path), None, lambda: 1, redactor, 32 << 20), redactor.counts))
+    outs.append(file_outcome(read_file(Path(path), None, lambda: 1, redactor, 32 << 20), redactor.counts))
 for name in ("events", "sessions", "quarantine"):
     tables = [o.tables[name] for o in outs if name in o.tables]
     if tables:

@@ -8,7 +8,7 @@ resumable runs hold on a cluster too.
 
 * ``local`` (:mod:`.local`): a thread pool (units that wait on subprocesses: verify) or a
   forkserver process pool (CPU-bound units). A local ingest runs its own forkserver pool
-  (``logmine.ingest.run._pool``: groups of files, started before the CLI's imports); it comes here
+  (``logmine.ingest.run.worker_pool``: groups of files, started before the CLI's imports); it comes here
   for Ray.
 * ``ray`` (:mod:`.ray_cluster`): one Ray task per unit on an existing cluster (``ray start``), with
   a bounded number in flight; a task whose worker dies is retried by Ray.

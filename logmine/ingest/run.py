@@ -108,7 +108,7 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
                 settled.append(_Outcome(prev, "unchanged", {}, 0, Counter(), Counter(), save=False))
             else:
                 tasks.append(_Task(p, prev, store.new_gen(), config.max_line_bytes, sizes[str(p)], store.mask))
-        listed = (_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
+        listed = (file_outcome(bad_file(b.path, known.get(b.path), store.new_gen, b.reason), Counter())
                   for b in bad_paths)
         changed_bytes = sum(sizes[str(t.path)] for t in tasks)
         batch = _Batch()
@@ -177,12 +177,14 @@ def _read_one(task: _Task) -> _Outcome:
     """Read one file (in a worker process or in-process); a fresh Redactor counts this file only."""
     redactor = Redactor(mask=task.mask)
     result = read_file(task.path, task.prev, lambda: task.gen, redactor, task.max_line)
-    outcome = _outcome(result, redactor.counts)
+    outcome = file_outcome(result, redactor.counts)
     outcome.save = result.change != "unchanged" or result.record != task.prev
     return outcome
 
 
-def _outcome(result: FileResult, redactions: Counter) -> _Outcome:
+def file_outcome(result: FileResult, redactions: Counter) -> _Outcome:
+    """What one file read made, as the driver registers it: its tables, bytes, redactions and
+    quarantine reasons (the benches in ``bench/`` time this step too)."""
     rows = {"sessions": result.sessions, "quarantine": result.quarantine}
     tables = {name: table_of(r, TABLES[name]) for name, r in rows.items() if r}
     if result.events:
@@ -204,11 +206,11 @@ def _read_all(tasks: list[_Task], config: IngestConfig, total_bytes: int, root: 
         return
     size = max(GROUP_MIN_BYTES, total_bytes // (jobs * GROUPS_PER_JOB))
     groups = _groups(tasks, size, tail=jobs * size)
-    with _pool(jobs) as pool:
+    with worker_pool(jobs) as pool:
         yield from pool.map(functools.partial(_read_group, root=root), groups, chunksize=1)
 
 
-def _pool(jobs: int) -> ProcessPoolExecutor:
+def worker_pool(jobs: int) -> ProcessPoolExecutor:
     """Worker processes forked from a forkserver: they never inherit the parent's DuckDB/Arrow
     threads, and preloading :mod:`logmine.ingest.worker` there keeps their start-up cheap. Each
     worker dies with the forkserver, which dies with this process."""

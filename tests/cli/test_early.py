@@ -104,8 +104,8 @@ def test_the_console_script_ingests_with_worker_processes(tmp_path):
 def test_ingest_workers_and_their_forkserver_die_with_the_driver():
     # the workers run a unit that outlives the driver; before, they (and the forkserver, kept alive by
     # their copies of its pipe) lived on after a kill -9
-    code = ("import json, time; from logmine.ingest.run import _pool; "
-            "from multiprocessing import forkserver; pool = _pool(2); "
+    code = ("import json, time; from logmine.ingest.run import worker_pool; "
+            "from multiprocessing import forkserver; pool = worker_pool(2); "
             "[pool.submit(time.sleep, 60) for _ in range(2)]; time.sleep(3); "
             "print(json.dumps([forkserver._forkserver._forkserver_pid, *pool._processes]), flush=True); "
             "time.sleep(60)")
