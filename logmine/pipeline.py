@@ -12,7 +12,10 @@ from __future__ import annotations
 import copy
 import functools
 import tomllib
+from collections.abc import Callable
+from dataclasses import field
 from pathlib import Path
+from typing import Any
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig
@@ -41,6 +44,14 @@ def packaged(section: str) -> dict:
     """The packaged pipeline's ``[section]``, parsed once per process: the config dataclasses'
     defaults. Shared by every caller: read it, never change it."""
     return _packaged()[section]
+
+
+def packaged_default(fields_of: Callable[..., dict], sections: tuple[str, ...], name: str) -> Any:
+    """A config dataclass field whose default is field ``name`` of what ``fields_of`` makes of the
+    packaged pipeline's ``sections`` (the function ``from_settings`` uses, so the two agree), read
+    when a config is made, not at import. A stage binds the first two once
+    (``functools.partial(packaged_default, verify_fields, ("verify",))``)."""
+    return field(default_factory=lambda: fields_of(*(packaged(s) for s in sections))[name])
 
 
 def executor_of(settings: dict) -> ExecutorConfig:

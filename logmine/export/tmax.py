@@ -9,6 +9,7 @@ Rows have exactly TMax's columns — ``messages`` ([system, user]), ``ground_tru
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recip
 from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.export.check import check_bundle
-from logmine.pipeline import packaged
+from logmine.pipeline import packaged_default
 from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
@@ -80,20 +81,18 @@ def _fields(settings: dict, verify: dict) -> dict:
             **{name: repositories[name] for name in _REPOSITORY_FIELDS}}
 
 
-def _packaged(name: str):
-    """A field whose default is the packaged pipeline's setting (read when a config is made)."""
-    return field(default_factory=lambda: _fields(packaged("export"), packaged("verify"))[name])
+_default = functools.partial(packaged_default, _fields, ("export", "verify"))
 
 
 @dataclass(frozen=True, slots=True)
 class TmaxExportConfig:
     store: Path
     out: Path
-    repo_map: tuple[tuple[str, str], ...] = _packaged("repo_map")
-    include_unvalidated: bool = _packaged("include_unvalidated")
+    repo_map: tuple[tuple[str, str], ...] = _default("repo_map")
+    include_unvalidated: bool = _default("include_unvalidated")
     image: str | None = None  # a prebuilt image that holds everything: task.toml names it, nothing is built
-    repo_search: tuple[Path, ...] = _packaged("repo_search")
-    plain_dirs: bool = _packaged("plain_dirs")  # copy a non-git working directory (credentials left out)
+    repo_search: tuple[Path, ...] = _default("repo_search")
+    plain_dirs: bool = _default("plain_dirs")  # copy a non-git working directory (credentials left out)
     check: bool = True  # run each bundle (reward 0 on the seeds, 1 after the solution) before writing it
     env_name: str = "swerl_vanillux_sandbox"
     source: str = "logmine"

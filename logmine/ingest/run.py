@@ -22,7 +22,7 @@ from logmine.ingest.discover import default_inputs, discover
 from logmine.ingest.records import TABLES, FileRecord
 from logmine.ingest.source import FileResult, bad_file, read_file, unchanged
 from logmine.ingest.summary import IngestSummary
-from logmine.pipeline import packaged
+from logmine.pipeline import packaged_default
 from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.store.catalog import CATALOG, DEFAULT_STORE
 from logmine.store.parts import Part, without_gens, write_part
@@ -44,9 +44,7 @@ def _fields(settings: dict) -> dict:
             "max_line_bytes": settings["max_line_mb"] << 20, "batch_bytes": settings["batch_mb"] << 20}
 
 
-def _packaged(name: str):
-    """A field whose default is the packaged pipeline's setting (read when a config is made)."""
-    return field(default_factory=lambda: _fields(packaged("ingest"))[name])
+_default = functools.partial(packaged_default, _fields, ("ingest",))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +53,8 @@ class IngestConfig:
 
     paths: tuple[Path, ...] = ()  # files or directories; empty means the Codex home defaults
     store: Path = DEFAULT_STORE
-    max_line_bytes: int = _packaged("max_line_bytes")  # longer lines are quarantined without being loaded
-    batch_bytes: int = _packaged("batch_bytes")  # source bytes per commit
+    max_line_bytes: int = _default("max_line_bytes")  # longer lines are quarantined without being loaded
+    batch_bytes: int = _default("batch_bytes")  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
     executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
     redact_style: str | None = None  # pseudonym | placeholder; None: the store's (a new store: pseudonym)

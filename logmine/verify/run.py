@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, Placement, make_executor
-from logmine.pipeline import packaged
+from logmine.pipeline import packaged_default
 from logmine.sandbox import Limits, backend_unavailable
 from logmine.segment.records import NoTasks, load_task, read_tasks
 from logmine.store import CATALOG, DEFAULT_STORE, Store
@@ -61,22 +61,20 @@ def verify_fields(settings: dict) -> dict:
             "repo_search": tuple(Path(p) for p in settings["repo_search"]), "plain_dirs": settings["plain_dirs"]}
 
 
-def _packaged(name: str):
-    """A field whose default is the packaged pipeline's setting (read when a config is made)."""
-    return field(default_factory=lambda: verify_fields(packaged("verify"))[name])
+_default = functools.partial(packaged_default, verify_fields, ("verify",))
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyConfig:
     store: Path = DEFAULT_STORE
-    repo_map: tuple[tuple[str, str], ...] = _packaged("repo_map")  # (old prefix, new prefix)
-    jobs: int = _packaged("jobs")
-    backend: str = _packaged("backend")
-    timeout_s: float = _packaged("timeout_s")  # per command, replayed or grading
-    env_mode: str = _packaged("env_mode")  # auto | host | built | none (docs/environments.md)
-    repo_search: tuple[Path, ...] = _packaged("repo_search")  # roots holding clones
+    repo_map: tuple[tuple[str, str], ...] = _default("repo_map")  # (old prefix, new prefix)
+    jobs: int = _default("jobs")
+    backend: str = _default("backend")
+    timeout_s: float = _default("timeout_s")  # per command, replayed or grading
+    env_mode: str = _default("env_mode")  # auto | host | built | none (docs/environments.md)
+    repo_search: tuple[Path, ...] = _default("repo_search")  # roots holding clones
     redo: tuple[str, ...] = ()  # statuses whose tasks are verified again whatever decided them
-    plain_dirs: bool = _packaged("plain_dirs")  # copy working directories that are not git repositories
+    plain_dirs: bool = _default("plain_dirs")  # copy working directories that are not git repositories
     executor: ExecutorConfig = ExecutorConfig()  # local threads (``jobs``), or a Ray cluster
 
     def __post_init__(self):

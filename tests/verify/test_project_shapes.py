@@ -51,7 +51,8 @@ PNPM_FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "pnpm-vitest"
 VITEST = {
     ".gitignore": "node_modules/\n",
     "packages/web/src/math.js": "export const sum = (a, b) => a - b;\nexport const mul = (a, b) => a + b;\n",
-    # a config file: vite bundles it into node_modules/.vite-temp, which must be writable in the sandbox
+    # a config file, as real projects have: this vite (5) bundles it beside itself; vite 6+ writes
+    # node_modules/.vite-temp instead (tests/sandbox/test_binds.py checks that scratch directory)
     "packages/web/vitest.config.js": "import { defineConfig } from 'vitest/config';\n\n"
                                      "export default defineConfig({ test: { include: ['test/**/*.test.js'] } });\n",
     "packages/web/test/sum.test.js": "import { expect, test } from 'vitest';\nimport { sum } from '../src/math.js';\n\n"
