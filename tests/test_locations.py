@@ -4,7 +4,8 @@ one function (``logmine.locations`` for the places)."""
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+
+from test_layering import MODULES  # logmine's modules by name (the demo's scripts left out)
 
 from logmine.environment.build import cache_root
 from logmine.locations import (
@@ -45,7 +46,6 @@ def test_an_empty_store_or_ray_address_is_no_value(monkeypatch):
 
 # --- each variable that configures logmine is read in one function ---------------------------------
 
-ROOT = Path(__file__).resolve().parents[1] / "logmine"
 OURS = ("LOGMINE_", "RAY_", "CODEX_")  # the variables logmine defines, and those of the tools it joins
 
 
@@ -108,11 +108,7 @@ def env_readers(sources: dict[str, str]) -> dict[str, set[str]]:
 
 
 def _sources() -> dict[str, str]:
-    sources = {}
-    for path in sorted(ROOT.rglob("*.py")):
-        parts = path.relative_to(ROOT.parent).with_suffix("").parts
-        sources[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path.read_text()
-    return sources
+    return {module: path.read_text() for module, path in sorted(MODULES.items())}
 
 
 def test_each_variable_of_ours_is_read_in_one_function():
