@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from logmine.agent import synthetic
-from logmine.agent.env import SUBMIT
+from logmine.protocol import SUBMIT
 from logmine.sandbox import open_sandbox
 from logmine.train.tiny import init_model
 

@@ -20,16 +20,17 @@ ROOT = Path(__file__).resolve().parents[1] / "logmine"
 # package (first component below logmine) -> layer; equal numbers are siblings that must not meet
 LAYERS: dict[str, int] = {
     "errors": 0, "locations": 0,
-    "patch": 1, "redact": 1, "demo": 1, "config": 1, "commandline": 1, "executor": 1,
+    "patch": 1, "redact": 1, "demo": 1, "config": 1, "commandline": 1, "executor": 1, "protocol": 1,
     "store": 2, "sandbox": 2, "pipeline": 2,
     "ingest": 3,
     "segment": 4, "environment": 4,
-    "verify": 5,
-    "export": 6,
-    "agent": 7,
-    "train": 8, "evaluate": 8,
-    "run": 9,
-    "cli": 10, "__main__": 11,
+    "workspace": 5,
+    "verify": 6,
+    "export": 7,
+    "agent": 8,
+    "train": 9, "evaluate": 9,
+    "run": 10,
+    "cli": 11, "__main__": 12,
 }
 STAGES = ("ingest", "segment", "verify", "export", "agent", "train", "evaluate", "run", "cli")
 MAX_FILE_LINES = 500
@@ -177,6 +178,78 @@ def test_store_imports_no_stage():
         if _package(module) == "store":
             stages = {t for t in _imports(module, path, top_level_only=False) if _package(t) in STAGES}
             assert not stages, f"{module} imports stage modules {sorted(stages)}"
+
+
+# What the stages above verify take from the stages below them that they share with it: only their records
+# and results. The rebuilt start tree (``logmine.workspace``), the way an environment is provided
+# (``logmine.environment.provide``) and the agent's tool protocol (``logmine.protocol``) live below
+# every stage that uses them, never in verify or export. (importers, package below, {module: names}),
+# None: every name of that module.
+TAKEN_FROM: list[tuple[tuple[str, ...], str, dict[str, frozenset[str] | None]]] = [
+    # from verify: its records, its reports, the settings naming where the repositories are
+    (("export", "agent"), "verify", {"logmine.verify.records": None, "logmine.verify.report": None,
+                                     "logmine.verify.run": frozenset({"verify_fields"})}),
+    # from export: the formats of the data the agent writes (TMax rows, SFT token tables)
+    (("agent",), "export", {"logmine.export.tmax": frozenset({"ROW_SCHEMA"}),
+                            "logmine.export.render": frozenset({"Renderer"}),
+                            "logmine.export.sft": frozenset({"token_table"})}),
+]
+
+
+def _taken(module: str, path: Path, below: str, allowed: dict[str, frozenset[str] | None]) -> list[str]:
+    """What ``module`` imports from package ``logmine.<below>`` beyond ``allowed`` (module -> names)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            pairs = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, path, node)
+            pairs = [(target, a.name) for a in node.names]
+        else:
+            continue
+        for target, name in pairs:
+            full = f"{target}.{name}" if name else target
+            if full.split(".")[:2] != ["logmine", below]:
+                continue
+            if full in MODULES or name is None:  # a whole module: allowed only where all its names are
+                ok = full in allowed and allowed[full] is None
+            else:
+                names = allowed.get(target, frozenset())
+                ok = target in allowed and (names is None or name in names)
+            if not ok:
+                found.append(full)
+    return found
+
+
+def _taken_beyond(module: str, path: Path) -> list[str]:
+    return sorted(bad for importers, below, allowed in TAKEN_FROM if _package(module) in importers
+                  for bad in _taken(module, path, below, allowed))
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _package(m) in ("export", "agent")))
+def test_export_and_agent_take_only_records_and_results_from_the_stages_below(module):
+    """The pieces verify, export and the agent share stay below them: nothing of verify's rebuild or
+    environment in export or the agent, nothing of the tool protocol taken from export by the agent."""
+    taken = _taken_beyond(module, MODULES[module])
+    assert not taken, (f"{module} takes {taken} from a stage below it; shared pieces belong in a lower "
+                       "layer (logmine.workspace, logmine.environment, logmine.protocol)")
+
+
+def test_the_records_and_results_check_sees_a_violation(tmp_path):
+    """The imports export and the agent had before the shared pieces moved down are reported."""
+    path = tmp_path / "probe.py"
+    path.write_text("from logmine.verify.workspace import NotRebuilt, read_inside\n"
+                    "from logmine.verify.environment import provide\nfrom logmine.verify.report import environment_of\n"
+                    "from logmine.verify.run import VerifyConfig, verify_fields\nimport logmine.verify.run\n"
+                    "from logmine.verify import records, task\nfrom logmine.verify.records import STATUSES\n\n"
+                    "def f():\n    from logmine.export.tmax import SUBMIT, ROW_SCHEMA\n"
+                    "    from logmine.export.trajectory import format_observation\n")
+    assert _taken_beyond("logmine.export.probe", path) == [
+        "logmine.verify.environment.provide", "logmine.verify.run", "logmine.verify.run.VerifyConfig",
+        "logmine.verify.task", "logmine.verify.workspace.NotRebuilt", "logmine.verify.workspace.read_inside"]
+    assert _taken_beyond("logmine.agent.probe", path) == sorted([
+        *_taken_beyond("logmine.export.probe", path), "logmine.export.tmax.SUBMIT",
+        "logmine.export.trajectory.format_observation"])
 
 
 def test_the_sft_recipe_loads_no_agent_nor_sandbox():

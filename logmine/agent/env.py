@@ -9,7 +9,7 @@ Rules (TMax's ``swerl_vanillux_sandbox``, on logmine's sandbox):
 - ``bash`` runs in one persistent shell (``cd`` and ``export`` persist). A command past
   ``command_timeout_s`` is killed, the observation says so, and a fresh shell takes over (the
   workspace stays). The output is capped head + tail by the sandbox, then ``[exit code: N]`` is
-  appended (:func:`logmine.export.format_observation`, the format of the SFT data).
+  appended (:func:`logmine.protocol.format_observation`, the format of the SFT data).
 - ``apply_patch`` (when enabled) runs the sandbox's own Codex-grammar ``apply_patch``.
 - Submission: a command whose output contains ``COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``. Every
   process of the agent is ended first, then ``tests/`` is copied in under a random name (the policy
@@ -30,10 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from logmine.agent.tools import ToolCall
-from logmine.export.tmax import SUBMIT  # the protocol the exported rows' system prompt describes
-from logmine.export.trajectory import format_observation
+from logmine.protocol import SUBMIT, format_observation  # the protocol the exported rows describe
 from logmine.sandbox import Limits, SandboxError, open_sandbox
-from logmine.verify.workspace import read_inside
+from logmine.workspace import read_inside
 
 WORKSPACE = "/workspace"
 

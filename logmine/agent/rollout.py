@@ -32,7 +32,7 @@ from logmine.agent.engines import RolloutEngine, Sampling
 from logmine.agent.env import EnvConfig, Step, TaskEnv
 from logmine.agent.tasks import RlTask
 from logmine.agent.tools import PARSERS, ToolCallError
-from logmine.export.trajectory import APPLY_PATCH_TOOL, BASH_TOOL
+from logmine.protocol import APPLY_PATCH_TOOL, BASH_TOOL
 from logmine.sandbox import SandboxError
 
 _SENTINEL = "\x00LOGMINE_OBSERVATION\x00"

@@ -22,9 +22,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from logmine.agent.env import SUBMIT
 from logmine.export.tmax import ROW_SCHEMA
-from logmine.export.trajectory import BASH_TOOL, format_observation
+from logmine.protocol import BASH_TOOL, SUBMIT, format_observation
 
 SYSTEM = f"Use the bash tool. When done, run: echo {SUBMIT}"
 _VOCAB = ("red", "blue", "green", "black", "white", "pink", "gold", "gray", "apple", "pear", "plum", "lemon",

@@ -7,9 +7,8 @@ which commits them to the store as it does with the local pool, so atomic commit
 resumable runs hold on a cluster too.
 
 * ``local`` (:mod:`.local`): a thread pool (units that wait on subprocesses: verify) or a
-  forkserver process pool (CPU-bound units). A local ingest runs its own forkserver pool
-  (``logmine.ingest.run.worker_pool``: groups of files, started before the CLI's imports); it comes here
-  for Ray.
+  forkserver process pool (CPU-bound units: ingest's groups of files, its forkserver started before
+  the CLI's imports with ingest's modules preloaded).
 * ``ray`` (:mod:`.ray_cluster`): one Ray task per unit on an existing cluster (``ray start``), with
   a bounded number in flight; a task whose worker dies is retried by Ray.
 
@@ -87,15 +86,16 @@ def here() -> Placement:
 
 
 def make_executor(config: ExecutorConfig, *, processes: bool = False, default_jobs: int = 1,
-                  initializer: Callable[[], None] | None = None) -> Executor:
-    """The executor ``config`` names; ``processes`` picks a process pool for the local kind."""
+                  initializer: Callable[[], None] | None = None, preload: tuple[str, ...] = ()) -> Executor:
+    """The executor ``config`` names; ``processes`` picks a process pool for the local kind, whose
+    forkserver imports ``preload`` once for all its workers."""
     if config.kind == "ray":
         from logmine.executor.ray_cluster import RayExecutor
 
         return RayExecutor(config.address, in_flight=config.in_flight)
     from logmine.executor.local import LocalExecutor
 
-    return LocalExecutor(config.jobs or default_jobs, processes=processes, initializer=initializer)
+    return LocalExecutor(config.jobs or default_jobs, processes=processes, initializer=initializer, preload=preload)
 
 
 def paths_unreadable(paths: tuple[str, ...]) -> str | None:

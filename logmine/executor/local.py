@@ -1,14 +1,20 @@
-"""This machine's pools: threads for units that wait on subprocesses, forkserver processes otherwise."""
+"""This machine's pools: threads for units that wait on subprocesses, forkserver processes otherwise.
+
+The process pool is the one every CPU-bound stage uses (ingest reads its files with it): its workers
+are forked from the forkserver of :mod:`logmine.executor.forkserver` (started early by
+``logmine ingest``, with ``preload`` imported once there), and each dies with that forkserver, which
+dies with the driver.
+"""
 
 from __future__ import annotations
 
-import multiprocessing
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor as _PoolExecutor
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from typing import Any
 
-from logmine.executor import Done, ExecutorError, here, run_placed
+from logmine.executor import Done, ExecutorError, forkserver, here, run_placed
 
 
 class LocalExecutor:
@@ -28,10 +34,8 @@ class LocalExecutor:
         if self._pool is None:
             if self._processes:
                 # forkserver: workers never inherit the parent's DuckDB/Arrow threads
-                context = multiprocessing.get_context("forkserver")
-                if self._preload:
-                    context.set_forkserver_preload(list(self._preload))
-                self._pool = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=self._initializer)
+                self._pool = ProcessPoolExecutor(self.jobs, mp_context=forkserver.start(self._preload),
+                                                 initializer=functools.partial(_start_worker, self._initializer))
             else:
                 self._pool = ThreadPoolExecutor(self.jobs, initializer=self._initializer)
         return self._pool
@@ -68,6 +72,13 @@ class LocalExecutor:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _start_worker(initializer: Callable[[], None] | None) -> None:
+    """A process worker's start: it dies with its forkserver, then runs the pool's own initializer."""
+    forkserver.worker_start()
+    if initializer is not None:
+        initializer()
 
 
 def _done(index: int, outcome: tuple) -> Done:

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment
+from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.sandbox import Limits, SandboxError, open_sandbox
-from logmine.verify.environment import Provided, provide, sandbox_options
 
 WORKSPACE = "/workspace"
 _STAGE = ".logmine-bundle"

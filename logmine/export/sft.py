@@ -44,23 +44,26 @@ from logmine.export.trajectory import (
     TrajectoryOptions,
     build_trajectory,
 )
+from logmine.ingest.records import Event
 from logmine.pipeline import packaged
 from logmine.redact import Redactor, write_table, write_text
-from logmine.segment.records import NoTasks
+from logmine.segment.records import NoTasks, Task, read_tasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
 MIN_VERIFIER = ("validated", "candidate", "any")
 BATCH_FILES = 100
 
-_TASKS_SQL = """
-SELECT t.task_id, t.session_id, t.source_path, t.index, t.prompt, t.first_seq, t.last_seq, t.cwd, s.model,
-       count(v.verifier_id) AS n_candidates,
-       count(v.verifier_id) FILTER (WHERE v.status = 'validated') AS n_validated,
-       count(v.verifier_id) FILTER (WHERE v.status IS NULL OR v.status IN ('unscored', 'not_rebuilt')) AS n_open
+# each task's verifier state (validated, open: not verified yet or unscored, refuted, none) and model
+_ABOUT_SQL = """
+SELECT t.task_id, any_value(s.model) AS model,
+       CASE WHEN count(v.verifier_id) FILTER (WHERE v.status = 'validated') > 0 THEN 'validated'
+            WHEN count(v.verifier_id) FILTER (WHERE v.status IS NULL OR v.status IN ('unscored', 'not_rebuilt')) > 0
+                THEN 'open'
+            WHEN count(v.verifier_id) > 0 THEN 'refuted' ELSE 'none' END AS verifier
 FROM tasks t
 LEFT JOIN verifiers v ON v.task_id = t.task_id AND v.seg_gen = t.seg_gen
 LEFT JOIN (SELECT source_path, any_value(model) AS model FROM sessions GROUP BY source_path) s USING (source_path)
-GROUP BY ALL ORDER BY t.source_path, t.index
+GROUP BY t.task_id
 """
 _EVENTS_SQL = f"""
 SELECT source_path, {', '.join(EVENT_COLUMNS)} FROM events
@@ -166,22 +169,22 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
             for shards in (data, tokens):
                 if shards is not None:
                     shards.redactor = redactor
-            tasks = _tasks(store)
+            tasks, about = _tasks(store)
             summary.tasks = len(tasks)
             selected = []
             for task in tasks:
-                state = _verifier_state(task)
+                state = about[task.task_id][0]
                 if config.min_verifier == "any" or state == "validated" or (
                         config.min_verifier == "candidate" and state == "open"):
                     selected.append(task)
                 else:
-                    _reject(summary, rejects, Drop(task["task_id"], _NOT_SELECTED[state]))
-            exporter = _Exporter(config, options, renderer, summary, rejects, data, tokens)
-            by_path = [list(group) for _, group in groupby(selected, key=lambda t: t["source_path"])]
+                    _reject(summary, rejects, Drop(task.task_id, _NOT_SELECTED[state]))
+            exporter = _Exporter(config, options, renderer, summary, rejects, data, tokens, about)
+            by_path = [list(group) for _, group in groupby(selected, key=lambda t: t.source_path)]
             done = len(tasks) - len(selected)
             for start in range(0, len(by_path), BATCH_FILES):
                 batch = by_path[start:start + BATCH_FILES]
-                exporter.run(store, [group[0]["source_path"] for group in batch], [t for g in batch for t in g])
+                exporter.run(store, [group[0].source_path for group in batch], [t for g in batch for t in g])
                 done += sum(len(group) for group in batch)
                 if progress:
                     progress(done, len(tasks))
@@ -230,22 +233,16 @@ def _open_store(path: Path) -> Store:
         raise SftExportError(str(exc)) from exc
 
 
-def _tasks(store: Store) -> list[dict]:
+def _tasks(store: Store) -> tuple[list[Task], dict[str, tuple[str, str | None]]]:
+    """The store's tasks in order, and each one's verifier state and model by task id."""
     try:
-        tasks = fetch_dicts(store.con.execute(_TASKS_SQL))
+        tasks = read_tasks(store)
+        about = {r["task_id"]: (r["verifier"], r["model"]) for r in fetch_dicts(store.con.execute(_ABOUT_SQL))}
     except duckdb.Error as exc:
         raise SftExportError(f"cannot read the tasks of {store.root}: {str(exc).splitlines()[0]}") from exc
     if not tasks:
         raise NothingToExport.in_store(store.root)
-    return tasks
-
-
-def _verifier_state(task: dict) -> str:
-    if task["n_validated"]:
-        return "validated"
-    if task["n_open"]:
-        return "open"
-    return "refuted" if task["n_candidates"] else "none"
+    return tasks, about
 
 
 def _reject(summary: SftExportSummary, rejects: list[dict], drop: Drop) -> None:
@@ -256,36 +253,37 @@ def _reject(summary: SftExportSummary, rejects: list[dict], drop: Drop) -> None:
 class _Exporter:
     """Turns batches of tasks into rows of the shards; accounts for every task."""
 
-    def __init__(self, config, options, renderer, summary, rejects, data, tokens):
+    def __init__(self, config, options, renderer, summary, rejects, data, tokens, about):
         self.config, self.options, self.renderer, self.summary = config, options, renderer, summary
         self.rejects, self.data, self.tokens = rejects, data, tokens
+        self.about: dict[str, tuple[str, str | None]] = about  # task id -> (verifier state, model)
         self.digests: set[str] = set()
         self.paths: list[str] = []
         self.sessions: set[str] = set()
 
-    def run(self, store: Store, paths: list[str], tasks: list[dict]) -> None:
-        events: dict[str, list[dict]] = {p: [] for p in paths}
-        for event in fetch_dicts(store.con.execute(_EVENTS_SQL, [paths])):
-            events[event.pop("source_path")].append(event)
+    def run(self, store: Store, paths: list[str], tasks: list[Task]) -> None:
+        events: dict[str, list[Event]] = {p: [] for p in paths}
+        for row in fetch_dicts(store.con.execute(_EVENTS_SQL, [paths])):
+            events[row["source_path"]].append(Event.from_row(row))
         exits: dict[str, dict] = {p: {} for p in paths}
         for row in fetch_dicts(store.con.execute(_EXITS_SQL, [paths])):
             exits[row["source_path"]][row["call_id"]] = row["exit_code"]
-        seqs = {p: np.array([e["seq"] for e in events[p]], dtype=np.int64) for p in paths}
-        kept: list[tuple[dict, Trajectory]] = []
+        seqs = {p: np.array([e.seq for e in events[p]], dtype=np.int64) for p in paths}
+        kept: list[tuple[Task, Trajectory]] = []
         for task in tasks:
-            path = task["source_path"]
-            lo = int(np.searchsorted(seqs[path], task["first_seq"], side="left"))
-            hi = int(np.searchsorted(seqs[path], task["last_seq"], side="right"))
+            path = task.source_path
+            lo = int(np.searchsorted(seqs[path], task.first_seq, side="left"))
+            hi = int(np.searchsorted(seqs[path], task.last_seq, side="right"))
             result = build_trajectory(task, events[path][lo:hi], exits[path], self.options)
             if isinstance(result, Drop):
                 _reject(self.summary, self.rejects, result)
             elif self.config.dedupe and result.digest in self.digests:
                 self.summary.duplicates += 1
-                _reject(self.summary, self.rejects, Drop(task["task_id"], "duplicate"))
+                _reject(self.summary, self.rejects, Drop(task.task_id, "duplicate"))
             else:
                 self.digests.add(result.digest)
                 if self.config.max_chars is not None and result.n_chars > self.config.max_chars:
-                    _reject(self.summary, self.rejects, Drop(task["task_id"], "too long (characters)",
+                    _reject(self.summary, self.rejects, Drop(task.task_id, "too long (characters)",
                                                              f"{result.n_chars} > {self.config.max_chars}"))
                 else:
                     kept.append((task, result))
@@ -295,7 +293,7 @@ class _Exporter:
                 continue
             self._data_row(task, trajectory)
 
-    def _token_rows(self, task: dict, result) -> bool:
+    def _token_rows(self, task: Task, result) -> bool:
         summary, limit = self.summary, self.config.max_tokens
         if result.unstable:
             summary.unstable[result.unstable] += 1
@@ -303,7 +301,7 @@ class _Exporter:
         too_long = len(result.examples) - len(examples)
         if not examples:
             reason = "too many tokens" if too_long else result.dropped[0]
-            _reject(summary, self.rejects, Drop(task["task_id"], reason))
+            _reject(summary, self.rejects, Drop(task.task_id, reason))
             return False
         if result.unstable:
             summary.turns_dropped.update(result.dropped)
@@ -311,23 +309,24 @@ class _Exporter:
                 summary.turns_dropped["too many tokens"] += too_long
         for example in examples:
             summary.tokens.update({name: example.count(code) for code, name in enumerate(SOURCES)})
-            example_id = task["task_id"] if example.turn is None else f"{task['task_id']}/{example.turn}"
-            self.tokens.add((example_id, task["task_id"], example))
+            example_id = task.task_id if example.turn is None else f"{task.task_id}/{example.turn}"
+            self.tokens.add((example_id, task.task_id, example))
         summary.token_examples += len(examples)
         return True
 
-    def _data_row(self, task: dict, trajectory: Trajectory) -> None:
+    def _data_row(self, task: Task, trajectory: Trajectory) -> None:
         messages = trajectory.messages
+        verifier, model = self.about[task.task_id]
         self.data.add({
-            "task_id": task["task_id"], "session_id": task["session_id"], "messages": list(messages),
-            "tools": orjson.dumps(trajectory.tools).decode(), "verifier": _verifier_state(task),
-            "model": task["model"], "n_turns": sum(m["role"] == "assistant" for m in messages),
+            "task_id": task.task_id, "session_id": task.session_id, "messages": list(messages),
+            "tools": orjson.dumps(trajectory.tools).decode(), "verifier": verifier,
+            "model": model, "n_turns": sum(m["role"] == "assistant" for m in messages),
             "n_tool_calls": sum(len(m.get("tool_calls", ())) for m in messages)})
         self.summary.examples += 1
         self.summary.left_out.update(dict(trajectory.left_out))
-        if task["source_path"] not in self.sessions:
-            self.sessions.add(task["source_path"])
-            self.paths.append(task["source_path"])
+        if task.source_path not in self.sessions:
+            self.sessions.add(task.source_path)
+            self.paths.append(task.source_path)
 
 
 class _Shards:

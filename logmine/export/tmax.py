@@ -30,27 +30,15 @@ from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.export.check import check_bundle
 from logmine.pipeline import packaged_default
+from logmine.protocol import SYSTEM_PROMPT, USER_PROMPT
 from logmine.redact import Redactor, write_table, write_text
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
 from logmine.verify.run import verify_fields
-from logmine.verify.workspace import NotRebuilt, read_inside, rebuild
+from logmine.workspace import NotRebuilt, read_inside, rebuild
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
-SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
-SYSTEM_PROMPT = (
-    "You are a helpful coding assistant. You have access to a bash terminal: call the `bash` tool with "
-    "one command at a time; the working directory, `cd` and exported variables persist between calls. "
-    "Work in /workspace. When the task is done, submit by running: echo " + SUBMIT
-)
-_USER = (
-    "Please solve this task:\n\n{prompt}\n\n## Important Rules\n"
-    "1. Every response must contain exactly one tool call to `bash`.\n"
-    "2. The project is in /workspace{where}.\n"
-    "3. Do not use interactive commands; wrap long-running ones in `timeout`.\n"
-    "4. When you are done, run `echo " + SUBMIT + "` as its own command."
-)
 _REJECTED = ("solution incomplete", "does not reproduce", "bundle check could not run")
 _NOT_CHOSEN = ("no validated verifier", "no verifier candidate")  # never meant for the export
 _KIND_RANK = {"test_command": 0, "check_command": 1, "file_diff": 2}
@@ -214,7 +202,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
                 shutil.rmtree(target, ignore_errors=True)
                 return None, checked.problem
             summary.reproduced += 1
-    instruction = _USER.format(prompt=task.prompt, where="" if rel == "." else f"/{rel}")
+    instruction = USER_PROMPT.format(prompt=task.prompt, where="" if rel == "." else f"/{rel}")
     unvalidated = not validated
     summary.unvalidated += unvalidated
     row = {

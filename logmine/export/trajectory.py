@@ -19,7 +19,7 @@ harness never shows two assistant turns in a row). Tool call ids are renumbered 
 ``call_1``, … in order, so that copies of a session are identical.
 
 Tool interface (``tools="canonical"``, the default): the interface of the sandbox harness, so that
-SFT and RL speak one language (:data:`CANONICAL_TOOLS`):
+SFT and RL speak one language (:data:`logmine.protocol.CANONICAL_TOOLS`):
 
 - ``bash {"command": str}``: every shell-like call (``shell`` argv, ``shell_command``,
   ``exec_command``, ``local_shell``…), from the ``command`` column; a call made in another
@@ -32,8 +32,8 @@ SFT and RL speak one language (:data:`CANONICAL_TOOLS`):
 ``tools="raw"`` keeps Codex's own tool names and arguments (a freeform input becomes
 ``{"input": text}``); the tool schemas are then inferred from the calls of the conversation.
 
-Tool results: :func:`format_observation` — the output body then ``[exit code: N]``. A call without an
-output (interrupted) and an output without its call are left out and counted.
+Tool results: :func:`logmine.protocol.format_observation` — the output body then ``[exit code: N]``.
+A call without an output (interrupted) and an output without its call are left out and counted.
 """
 
 from __future__ import annotations
@@ -46,8 +46,11 @@ from dataclasses import dataclass
 
 import orjson
 
+from logmine.ingest.records import Event
 from logmine.ingest.tools import SHELL_TOOLS, patch_input
 from logmine.patch import extract_patch
+from logmine.protocol import CANONICAL_TOOLS, format_observation
+from logmine.segment.records import Task
 
 TOOL_MODES = ("canonical", "raw")
 REASONING_MODES = ("drop", "summary")
@@ -57,42 +60,12 @@ SYSTEM_PROMPT = (
     "and edit files with the `apply_patch` tool. When the task is done, reply with a short summary "
     "and no tool call."
 )
-OBSERVATION_EXIT = "[exit code: {}]"
-
-BASH_TOOL = {"type": "function", "function": {
-    "name": "bash",
-    "description": "Run a shell command in the repository. Returns its output, then a line "
-                   "`[exit code: N]`.",
-    "parameters": {"type": "object", "properties": {
-        "command": {"type": "string", "description": "The command line, run by bash."}},
-        "required": ["command"]}}}
-APPLY_PATCH_TOOL = {"type": "function", "function": {
-    "name": "apply_patch",
-    "description": "Edit files. The patch starts with `*** Begin Patch`, ends with `*** End Patch`, and "
-                   "holds `*** Add File: PATH`, `*** Update File: PATH` (with `@@` hunks of ` `, `-`, `+` "
-                   "lines) and `*** Delete File: PATH` sections. Returns the files changed, then a line "
-                   "`[exit code: N]`.",
-    "parameters": {"type": "object", "properties": {
-        "patch": {"type": "string", "description": "The patch text."}},
-        "required": ["patch"]}}}
-CANONICAL_TOOLS = (BASH_TOOL, APPLY_PATCH_TOOL)
 
 _APPLY_PATCH_NAMES = ("apply_patch", "applypatch")
 _KINDS = ("user_message", "assistant_message", "reasoning", "tool_call", "tool_output")
 # the events columns this module reads
 EVENT_COLUMNS = ("seq", "kind", "record_type", "text", "tool_name", "call_id", "arguments", "command", "workdir",
                  "exit_code", "is_injected")
-
-
-def format_observation(body: str | None, exit_code: int | None) -> str:
-    """A tool result as the model sees it: the output body, then ``[exit code: N]`` on a line of its
-    own (a newline is added only when the body does not end with one; an empty body gives just the
-    marker). Without a known exit code (a tool error, a still-running process) the body alone."""
-    body = body or ""
-    if exit_code is None:
-        return body
-    newline = "" if not body or body.endswith("\n") else "\n"
-    return f"{body}{newline}{OBSERVATION_EXIT.format(exit_code)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +109,16 @@ class Drop:
     detail: str = ""
 
 
-def build_trajectory(task: dict, events: list[dict], exit_codes: dict[str, int | None],
+def build_trajectory(task: Task, events: list[Event], exit_codes: dict[str, int | None],
                      options: TrajectoryOptions = TrajectoryOptions()) -> Trajectory | Drop:
-    """The conversation of ``task`` (a ``tasks`` row: task_id, prompt, first_seq, cwd) from its
-    events (``events`` rows with :data:`EVENT_COLUMNS`, in seq order, any record type) and the exit
+    """The conversation of ``task`` (its task_id, prompt, first_seq, cwd) from its events (read with
+    at least :data:`EVENT_COLUMNS`, in seq order, any record type) and the exit
     codes of its tool calls by call_id (the ``tool_calls`` view: outputs and end events combined).
 
     Returns a :class:`Drop` when no assistant turn is left."""
     builder = _Builder(task, exit_codes, options)
     for event in events:
-        if event["kind"] in _KINDS and event["record_type"].startswith(("response_item/", "chat/")):
+        if event.kind in _KINDS and event.record_type.startswith(("response_item/", "chat/")):
             builder.add(event)
     return builder.finish()
 
@@ -153,12 +126,12 @@ def build_trajectory(task: dict, events: list[dict], exit_codes: dict[str, int |
 class _Builder:
     """Accumulates messages event by event; :meth:`finish` cleans them up."""
 
-    def __init__(self, task: dict, exit_codes: dict[str, int | None], options: TrajectoryOptions):
+    def __init__(self, task: Task, exit_codes: dict[str, int | None], options: TrajectoryOptions):
         self.task, self.exit_codes, self.options = task, exit_codes, options
         self.messages: list[dict] = []
         if options.system_prompt:
             self.messages.append({"role": "system", "content": options.system_prompt})
-        self.messages.append({"role": "user", "content": task["prompt"] or ""})
+        self.messages.append({"role": "user", "content": task.prompt or ""})
         self.turn: dict | None = None  # the assistant turn being built
         self.last_turn: dict | None = None  # the latest assistant turn: only its calls can be answered
         self.calls: dict[str, dict] = {}  # call_id -> the turn that made the call
@@ -167,18 +140,18 @@ class _Builder:
         self.left_out: Counter = Counter()
         self.raw_args: dict[str, list[dict]] = {}  # raw mode: arguments seen per tool, for the schemas
 
-    def add(self, event: dict) -> None:
-        kind = event["kind"]
+    def add(self, event: Event) -> None:
+        kind = event.kind
         if kind == "user_message":
             self._user(event)
         elif kind == "tool_output":
             self._output(event)
         elif kind == "reasoning":
-            if self.options.reasoning == "summary" and event["text"]:
-                self._open()["reasoning"].append(event["text"])
+            if self.options.reasoning == "summary" and event.text:
+                self._open()["reasoning"].append(event.text)
         elif kind == "assistant_message":
-            if event["text"]:
-                self._open()["texts"].append(event["text"])
+            if event.text:
+                self._open()["texts"].append(event.text)
         else:
             self._call(event)
 
@@ -188,38 +161,39 @@ class _Builder:
             self.messages.append(self.turn)
         return self.turn
 
-    def _user(self, event: dict) -> None:
-        if event["seq"] == self.task["first_seq"]:
+    def _user(self, event: Event) -> None:
+        if event.seq == self.task.first_seq:
             return  # the request itself: tasks.prompt
-        if event["is_injected"]:
+        if event.is_injected:
             self.left_out["injected context"] += 1
             return
-        text = event["text"] or ""
+        text = event.text or ""
         self.turn = None
         if self.messages[-1]["role"] == "user" and self.messages[-1]["content"] == text:
             return  # a client retry of the same message
         self.messages.append({"role": "user", "content": text})
         self.last_turn = None  # outputs that arrive after it have lost their place
 
-    def _call(self, event: dict) -> None:
-        call_id = event["call_id"] or f"seq{event['seq']}"
+    def _call(self, event: Event) -> None:
+        call_id = event.call_id or f"seq{event.seq}"
         if call_id in self.calls or call_id in self.skipped:
             self.left_out["repeated call"] += 1
             return
-        mapped = _raw_call(event) if self.options.tools == "raw" else _canonical_call(event, self.task.get("cwd"))
+        mapped = _raw_call(event) if self.options.tools == "raw" else _canonical_call(event, self.task.cwd)
         if mapped is None:
             self.skipped.add(call_id)
-            self.left_out[f"tool {event['tool_name']}"] += 1
+            self.left_out[f"tool {event.tool_name}"] += 1
             return
-        name, arguments = mapped
+        name, args = mapped
         if self.options.tools == "raw":
-            self.raw_args.setdefault(name, []).append(orjson.loads(arguments))
+            self.raw_args.setdefault(name, []).append(args)
+        arguments = orjson.dumps(args).decode()
         turn = self._open()
         turn["calls"].append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
         self.calls[call_id] = turn
 
-    def _output(self, event: dict) -> None:
-        call_id = event["call_id"]
+    def _output(self, event: Event) -> None:
+        call_id = event.call_id or ""  # no call has the empty id: an output without its call
         if call_id in self.skipped:
             return
         turn = self.calls.get(call_id)
@@ -228,10 +202,10 @@ class _Builder:
             return
         self.answered.add(call_id)
         self.turn = None
-        exit_code = self.exit_codes.get(call_id, event["exit_code"])
+        exit_code = self.exit_codes[call_id] if call_id in self.exit_codes else event.exit_code
         name = next(c["function"]["name"] for c in turn["calls"] if c["id"] == call_id)
         self.messages.append({"role": "tool", "tool_call_id": call_id, "name": name,
-                              "content": format_observation(event["text"], exit_code)})
+                              "content": format_observation(event.text, exit_code)})
 
     def finish(self) -> Trajectory | Drop:
         messages: list[dict] = []
@@ -247,7 +221,7 @@ class _Builder:
         while messages[-1]["role"] == "user" and len(messages) > 2:
             messages.pop()  # a follow-up the agent never answered
         if not any(m["role"] == "assistant" for m in messages):
-            return Drop(self.task["task_id"], "no agent turn")
+            return Drop(self.task.task_id, "no agent turn")
         ids = {}
         for message in messages:
             for call in message.get("tool_calls", ()):
@@ -256,7 +230,7 @@ class _Builder:
                 message["tool_call_id"] = ids[message["tool_call_id"]]
         tools = CANONICAL_TOOLS if self.options.tools == "canonical" else _raw_schemas(self.raw_args)
         left_out = tuple(sorted((what, n) for what, n in self.left_out.items() if n))
-        return Trajectory(self.task["task_id"], tuple(messages), tuple(tools), left_out)
+        return Trajectory(self.task.task_id, tuple(messages), tuple(tools), left_out)
 
     def _assistant(self, turn: dict) -> dict | None:
         calls = [c for c in turn["calls"] if c["id"] in self.answered]
@@ -285,25 +259,15 @@ def _merge(first: dict, second: dict) -> dict:
     return merged
 
 
-def _json_object(text: str | None) -> dict | None:
-    try:
-        value = orjson.loads(text) if text else None
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _canonical_call(event: dict, cwd: str | None) -> tuple[str, str] | None:
-    name = event["tool_name"] or ""
-    custom = event["record_type"].endswith("custom_tool_call")
-    args = None if custom else _json_object(event["arguments"])
-    patch = patch_input(name, args, event["arguments"] if custom else None, event["command"])
+def _canonical_call(event: Event, cwd: str | None) -> tuple[str, dict] | None:
+    name = event.tool_name or ""
+    patch = patch_input(name, event.args, event.arguments if event.freeform else None, event.command)
     if patch is None and name in _APPLY_PATCH_NAMES:
-        patch = event["arguments"] or ""  # arguments that are not JSON: still what the model wrote
+        patch = event.arguments or ""  # arguments that are not JSON: still what the model wrote
     if patch is not None:
-        return "apply_patch", orjson.dumps({"patch": extract_patch(patch) or patch}).decode()
-    if name in SHELL_TOOLS and event["command"]:
-        return "bash", orjson.dumps({"command": _in_workdir(event["command"], event["workdir"], cwd)}).decode()
+        return "apply_patch", {"patch": extract_patch(patch) or patch}
+    if name in SHELL_TOOLS and event.command:
+        return "bash", {"command": _in_workdir(event.command, event.workdir, cwd)}
     return None
 
 
@@ -317,14 +281,11 @@ def _in_workdir(command: str, workdir: str | None, cwd: str | None) -> str:
     return f"cd {shlex.quote(target if relative.startswith('..') else relative)} && {command}"
 
 
-def _raw_call(event: dict) -> tuple[str, str] | None:
-    name = event["tool_name"]
+def _raw_call(event: Event) -> tuple[str, dict] | None:
+    name = event.tool_name
     if not name:
         return None
-    args = None if event["record_type"].endswith("custom_tool_call") else _json_object(event["arguments"])
-    if args is None:
-        args = {"input": event["arguments"] or ""}
-    return name, orjson.dumps(args).decode()
+    return name, event.args if event.args is not None else {"input": event.arguments or ""}
 
 
 _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", list: "array", dict: "object"}

@@ -30,7 +30,7 @@ import orjson
 
 from logmine.errors import LogmineError
 from logmine.ingest.injected import injected_kind
-from logmine.ingest.records import EventRows
+from logmine.ingest.records import EventRows, ghost_fields
 from logmine.ingest.records import parse_ts as _ts
 from logmine.ingest.tools import duration_seconds, output_text, parse_output, patch_input, shell_call
 from logmine.patch import PatchError, parse_patch
@@ -249,6 +249,9 @@ class SessionMapper:
                        arguments=None if action is None else orjson.dumps(action).decode())
         elif kind in ("compaction", "compaction_summary"):
             self._emit(ctx, "compaction", rt)
+        elif kind == "ghost_snapshot":
+            commit, untracked = ghost_fields(p)
+            self._emit(ctx, "other", rt, ghost_commit=commit, ghost_untracked=untracked)
         else:
             self._emit(ctx, "other", rt)
 

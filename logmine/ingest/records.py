@@ -1,8 +1,11 @@
-"""Canonical records written by ingest: the event vocabulary and the ``files`` state row.
+"""Canonical records written by ingest: the event vocabulary, the ``files`` state row and
+:class:`Event`, the typed ``events`` row every later stage reads.
 
 The table schemas (``sessions``, ``events``, ``quarantine``) live in :mod:`logmine.store.tables`,
-below the store; with the JSON Schemas in ``schemas/`` they are the contract of the ``ingest`` stage. Rows are plain dicts keyed by
-column name: ingest produces millions of them and a dict per row is the cheapest form pyarrow takes.
+below the store; with the JSON Schemas in ``schemas/`` they are the contract of the ``ingest`` stage.
+Ingest builds events column by column (:class:`EventRows`: it produces millions of them); segment
+and export read them back as :class:`Event` records, whose :meth:`Event.from_row` is the one place
+``events.arguments`` is decoded.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from operator import attrgetter
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from logmine.patch import FileOp
 from logmine.store.rows import table_of_columns, without_pandas_lookup
 from logmine.store.tables import EVENTS, QUARANTINE, SESSIONS, TS
 
@@ -69,7 +74,7 @@ class EventRows:
     """A file's events, column by column: the columns every event sets (:data:`DENSE`) as one tuple
     per event, and each other column as (row, value) pairs for the rows that set it.
 
-    Most of an event's 29 columns are null; building a dict per event and reading every column back
+    Most of an event's 31 columns are null; building a dict per event and reading every column back
     out of every dict cost a fifth of ingest. :meth:`table` makes the Arrow table directly.
     """
 
@@ -136,6 +141,114 @@ class EventRows:
                     values[row] = value
                 columns.append(values)
         return table_of_columns(columns, EVENTS)
+
+
+GHOST_SNAPSHOT = "response_item/ghost_snapshot"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One row of ``events``, typed (``store/tables.EVENTS`` names and explains the columns).
+
+    Readers select the columns they need: one not selected is None here. ``args`` is ``arguments``
+    decoded: the JSON object a function call was given, or a patch event's file operation; None for a
+    freeform (custom tool) input, for arguments that are not a JSON object, and without arguments.
+    """
+
+    seq: int
+    kind: str
+    record_type: str
+    session_id: str | None = None
+    line_no: int | None = None
+    byte_offset: int | None = None
+    ts: datetime | None = None
+    turn_id: str | None = None
+    role: str | None = None
+    text: str | None = None
+    tool_name: str | None = None
+    call_id: str | None = None
+    arguments: str | None = None  # as stored: JSON text, or a custom tool's raw input
+    command: str | None = None
+    workdir: str | None = None
+    exit_code: int | None = None
+    duration_s: float | None = None
+    exec_session_id: str | None = None
+    status: str | None = None
+    is_injected: bool = False
+    injected_kind: str | None = None
+    copied_from: str | None = None
+    patch_op: str | None = None
+    path: str | None = None
+    move_path: str | None = None
+    model: str | None = None
+    ghost_commit: str | None = None
+    ghost_untracked: tuple[str, ...] = ()
+    source_path: str | None = None
+    format: str | None = None
+    raw: str | None = None
+    file_gen: int | None = None
+    args: dict | None = None  # ``arguments`` decoded (see the class docstring)
+
+    @property
+    def freeform(self) -> bool:
+        """A custom tool's call: ``arguments`` is the raw input the model wrote, not JSON."""
+        return _freeform(self.kind, self.record_type)
+
+    @property
+    def file_op(self) -> FileOp:
+        """A patch event's file operation (ingest stores it in ``arguments``)."""
+        if self.kind != "patch" or self.args is None:
+            raise ValueError(f"event {self.seq} ({self.kind}) holds no file operation")
+        return FileOp.from_dict(self.args)
+
+    @classmethod
+    def from_row(cls, row: dict) -> Event:
+        """From an ``events`` row as a query returns it (at least ``seq``, ``kind``, ``record_type``;
+        columns that are not the table's are ignored). A ghost snapshot in a part written before
+        the ``ghost_commit`` column existed reads it from ``raw``, when the query selected that."""
+        values = {name: value for name, value in row.items() if name in _EVENT_COLUMNS}
+        untracked = values.pop("ghost_untracked", None)
+        if untracked:
+            values["ghost_untracked"] = tuple(untracked)
+        if values.get("is_injected") is None:
+            values.pop("is_injected", None)
+        kind, record_type = values["kind"], values["record_type"]
+        if values.get("arguments") and not _freeform(kind, record_type):
+            values["args"] = _json_object(values["arguments"])
+        if values.get("raw") and values.get("ghost_commit") is None and record_type == GHOST_SNAPSHOT:
+            line = orjson.loads(values["raw"])
+            commit, untracked = ghost_fields(line.get("payload") if line.get("type") == "response_item" else line)
+            values["ghost_commit"], values["ghost_untracked"] = commit, tuple(untracked or ())
+        return cls(**values)
+
+
+def _freeform(kind: str, record_type: str) -> bool:
+    return kind == "tool_call" and record_type.endswith("custom_tool_call")
+
+
+_EVENT_COLUMNS = frozenset(EVENTS.names)
+
+
+def _json_object(text: str | None) -> dict | None:
+    if not text:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def ghost_fields(payload) -> tuple[str | None, list[str] | None]:
+    """A ``ghost_snapshot`` response item's commit id and the files it found untracked
+    (``payload.ghost_commit.id``, ``.preexisting_untracked_files``); None for what it lacks."""
+    ghost = payload.get("ghost_commit") if isinstance(payload, dict) else None
+    if not isinstance(ghost, dict):
+        return None, None
+    commit = ghost.get("id")
+    files = ghost.get("preexisting_untracked_files")
+    untracked = [f for f in files if isinstance(f, str)] if isinstance(files, list) else None
+    return (commit if isinstance(commit, str) else None), untracked
 
 
 def parse_ts(value) -> datetime | None:

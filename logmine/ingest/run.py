@@ -8,7 +8,6 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -204,16 +203,16 @@ def _read_all(tasks: list[_Task], config: IngestConfig, total_bytes: int, root: 
         return
     size = max(GROUP_MIN_BYTES, total_bytes // (jobs * GROUPS_PER_JOB))
     groups = _groups(tasks, size, tail=jobs * size)
-    with worker_pool(jobs) as pool:
-        yield from pool.map(functools.partial(_read_group, root=root), groups, chunksize=1)
-
-
-def worker_pool(jobs: int) -> ProcessPoolExecutor:
-    """Worker processes forked from a forkserver: they never inherit the parent's DuckDB/Arrow
-    threads, and preloading :mod:`logmine.ingest.worker` there keeps their start-up cheap. Each
-    worker dies with the forkserver, which dies with this process."""
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=forkserver.start(forkserver.INGEST_PRELOAD),
-                               initializer=forkserver.worker_start)
+    # the local process pool: forked from the forkserver that preloaded ingest's worker module (the
+    # redaction rules, compiled once); each worker dies with it, and it with this process
+    pool = make_executor(ExecutorConfig(jobs=jobs), processes=True, preload=forkserver.INGEST_PRELOAD)
+    try:
+        for done in pool.map(functools.partial(_read_group, root=root), groups, ordered=True):
+            if done.error is not None:
+                raise done.error
+            yield done.result
+    finally:
+        pool.close()
 
 
 GROUP_MIN_BYTES = 2 << 20  # files are handed to workers in groups of about this many bytes or more

@@ -3,10 +3,11 @@
 The stored tables stay flat (:mod:`logmine.store.tables`): JSON-valued columns (``start_state``,
 ``runs``, ``files``, ``followups``) hold JSON text so any Parquet reader can read them. This module
 is the one place that encodes and decodes them: :meth:`Task.from_row` / :meth:`Task.to_row` and
-:meth:`Candidate.from_row` / :meth:`Candidate.to_row`. verify and ``export tmax`` read
-tasks through :func:`read_tasks` and :func:`load_task` and work on these records; ``export sft``
-still reads task rows itself. The JSON shapes are documented in ``schemas/tasks.schema.json``,
-``schemas/verifiers.schema.json`` and ``docs/segment.md``.
+:meth:`Candidate.from_row` / :meth:`Candidate.to_row`. verify, ``export sft`` and ``export tmax``
+read tasks through :func:`read_tasks` (and :func:`load_task`) and work on these records. The events
+segment reads (and :func:`load_task` reads back) are ingest's :class:`~logmine.ingest.records.Event`
+records, which decode ``events.arguments``. The JSON shapes are documented in
+``schemas/tasks.schema.json``, ``schemas/verifiers.schema.json`` and ``docs/segment.md``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import orjson
 
 from logmine.errors import LogmineError
+from logmine.ingest.records import Event
 from logmine.patch import FileOp
 from logmine.store import Store, fetch_dicts
 from logmine.store.tables import TASKS, VERIFIERS  # noqa: F401 - this stage's tables
@@ -278,12 +280,12 @@ class TaskInput:
 
 
 _ACTIONS_SQL = """
-SELECT e.seq, e.kind, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
+SELECT e.seq, e.kind, e.record_type, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
 FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ? AND e.kind IN ('tool_call', 'patch')
 ORDER BY e.seq
 """
 _PRIOR_SQL = """
-SELECT call_id, workdir, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
+SELECT seq, kind, record_type, call_id, workdir, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
 ORDER BY seq
 """
 _CALLS_SQL = "SELECT call_id, exit_code, failed, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
@@ -314,26 +316,26 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
         cache[path] = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [path]))}
     calls = cache[path]
     prior = [p.call_id for p in task.start_state.prior_patches if p.command is None]
-    by_call: dict[str, list[dict]] = {}
+    by_call: dict[str, list[Event]] = {}
     if prior:
         for row in fetch_dicts(con.execute(_PRIOR_SQL, [path, prior])):
-            by_call.setdefault(row["call_id"], []).append(row)
-    events = fetch_dicts(con.execute(_ACTIONS_SQL, [path, task.first_seq, task.last_seq]))
-    patched = {e["call_id"] for e in events if e["kind"] == "patch"}
+            by_call.setdefault(row["call_id"], []).append(Event.from_row(row))
+    events = [Event.from_row(row) for row in fetch_dicts(con.execute(_ACTIONS_SQL, [path, task.first_seq,
+                                                                                      task.last_seq]))]
+    patched = {e.call_id for e in events if e.kind == "patch"}
     actions: list[Action] = []
     for event in events:
-        if event["kind"] == "patch":
-            if not patch_applied(calls.get(event["call_id"])):
+        if event.kind == "patch":
+            if not patch_applied(calls.get(event.call_id) if event.call_id else None):
                 continue
-            if actions and actions[-1].kind == "patch" and actions[-1].call_id == event["call_id"]:
+            if actions and actions[-1].kind == "patch" and actions[-1].call_id == event.call_id:
                 last = actions.pop()
-                actions.append(Action(last.seq, "patch", last.call_id, ops=(*last.ops, _op(event["arguments"]))))
+                actions.append(Action(last.seq, "patch", last.call_id, ops=(*last.ops, event.file_op)))
             else:
-                actions.append(Action(event["seq"], "patch", event["call_id"], workdir=event["workdir"],
-                                      ops=(_op(event["arguments"]),)))
-        elif event["command"] and event["call_id"] not in patched and event["tool_name"] != "write_stdin":
-            actions.append(Action(event["seq"], "command", event["call_id"], command=event["command"],
-                                  workdir=event["workdir"], failed=_failed(calls, event["call_id"])))
+                actions.append(Action(event.seq, "patch", event.call_id, workdir=event.workdir, ops=(event.file_op,)))
+        elif event.command and event.call_id not in patched and event.tool_name != "write_stdin":
+            actions.append(Action(event.seq, "command", event.call_id, command=event.command,
+                                  workdir=event.workdir, failed=_failed(calls, event.call_id)))
     return TaskInput(task, read_candidates(store, task), tuple(actions),
                      tuple(_prior_action(p, by_call, calls) for p in task.start_state.prior_patches
                            if p.command is not None or p.call_id in by_call))
@@ -344,17 +346,13 @@ def _failed(calls: dict[str, dict], call_id: str | None) -> bool | None:
     return call["failed"] if call else None
 
 
-def _prior_action(prior: PriorPatch, by_call: dict[str, list[dict]], calls: dict[str, dict]) -> Action:
+def _prior_action(prior: PriorPatch, by_call: dict[str, list[Event]], calls: dict[str, dict]) -> Action:
     if prior.command is not None:
         return Action(prior.seq, "command", prior.call_id, command=prior.command, workdir=prior.workdir,
                       failed=_failed(calls, prior.call_id))
-    rows = by_call[prior.call_id]
-    return Action(prior.seq, "patch", prior.call_id, workdir=rows[0]["workdir"],
-                  ops=tuple(_op(r["arguments"]) for r in rows))
-
-
-def _op(arguments: str) -> FileOp:
-    return FileOp.from_dict(orjson.loads(arguments))
+    events = by_call[prior.call_id]
+    return Action(prior.seq, "patch", prior.call_id, workdir=events[0].workdir,
+                  ops=tuple(e.file_op for e in events))
 
 
 def patch_applied(call: dict | None) -> bool:

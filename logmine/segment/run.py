@@ -13,10 +13,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 
 from logmine.errors import LogmineError
+from logmine.ingest.records import GHOST_SNAPSHOT, Event
 from logmine.pipeline import load_pipeline
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.records import TASKS, VERIFIERS, Task
@@ -32,9 +32,12 @@ WHERE f.error IS NULL AND f.format IN ('g0', 'g1', 'g2')
   AND (s.source_path IS NULL OR s.file_gen <> f.file_gen OR s.consumed <> f.consumed)
 ORDER BY f.source_path
 """
-_EVENTS_SQL = """
+# Segment reads only patch events' arguments (their file operations). A part written before the
+# ghost_commit column existed reads it as NULL: its ghost snapshots bring their raw line (Event.from_row).
+_EVENTS_SQL = f"""
 SELECT source_path, seq, ts, kind, record_type, text, call_id, command, workdir, is_injected, injected_kind,
-       copied_from, arguments, CASE WHEN record_type = 'response_item/ghost_snapshot' THEN raw END AS raw
+       copied_from, CASE WHEN kind = 'patch' THEN arguments END AS arguments, ghost_commit, ghost_untracked,
+       CASE WHEN record_type = '{GHOST_SNAPSHOT}' AND ghost_commit IS NULL THEN raw END AS raw
 FROM events WHERE source_path IN (SELECT unnest(?)) ORDER BY source_path, seq
 """
 _CALLS_SQL = """
@@ -104,14 +107,9 @@ def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, class
     paths = [path for path, _, _ in batch]
     sessions = fetch_dicts(con.execute("SELECT * FROM _sessions_raw WHERE source_path IN (SELECT unnest(?))", [paths]))
     by_path = {s["source_path"]: s for s in sessions}
-    events: dict[str, list[dict]] = {p: [] for p in paths}
-    for event in fetch_dicts(con.execute(_EVENTS_SQL, [paths])):
-        raw = event.pop("raw")
-        ghost = orjson.loads(raw)["payload"]["ghost_commit"] if raw else None
-        event["ghost_commit"] = ghost.get("id") if ghost else None
-        # files the work tree held untracked when Codex took the snapshot (not in any commit)
-        event["ghost_untracked"] = tuple(ghost.get("preexisting_untracked_files") or ()) if ghost else ()
-        events[event.pop("source_path")].append(event)
+    events: dict[str, list[Event]] = {p: [] for p in paths}
+    for row in fetch_dicts(con.execute(_EVENTS_SQL, [paths])):
+        events[row["source_path"]].append(Event.from_row(row))
     calls: dict[str, dict[str, dict]] = {p: {} for p in paths}
     for call in fetch_dicts(con.execute(_CALLS_SQL, [paths])):
         calls[call.pop("source_path")][call["call_id"]] = call

@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-import orjson
-
+from logmine.ingest.records import Event
 from logmine.patch import FileOp, PatchError, rooted, within
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.diffs import SessionFiles, compose
@@ -29,11 +28,12 @@ class _History:
     edits: list[PriorPatch]  # successful patch calls and shell commands that edited files, in order
 
 
-def segment_session(session: dict, events: list[dict], calls: dict[str, dict], rules: FollowupRules,
+def segment_session(session: dict, events: list[Event], calls: dict[str, dict], rules: FollowupRules,
                     classifier: CommandClassifier) -> SessionResult:
     """Tasks and candidates of one session file.
 
-    ``events`` are the file's events in ``seq`` order; ``calls`` its ``tool_calls`` rows by call_id.
+    ``events`` are the file's events in ``seq`` order (with ``ghost_commit``/``ghost_untracked`` of its
+    snapshots); ``calls`` its ``tool_calls`` rows by call_id.
     """
     source = session.get("source") or ""
     if source.startswith("subagent"):
@@ -44,7 +44,7 @@ def segment_session(session: dict, events: list[dict], calls: dict[str, dict], r
         return SessionResult([], [], "no genuine user request" if events else "empty session")
     # a resumed or forked session starts where its parent's copied history left the files
     files, history = SessionFiles(), _History(_copied_edits(events, spans[0].first_seq, calls, classifier))
-    ghosts = [(e["seq"], e["ghost_commit"]) for e in events if e.get("ghost_commit")]
+    ghosts = [(e.seq, e.ghost_commit) for e in events if e.ghost_commit]
     untracked = _untracked_at_start(events)
     tasks, verifiers = [], []
     for span in spans:
@@ -60,37 +60,37 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
     task_id = "t-" + hashlib.sha1(f"{session['session_id']}/{session['source_path']}/{span.first_seq}"
                                   .encode()).hexdigest()[:16]
     work, ops, edits = TaskWork(), [], []
-    patched = {e["call_id"] for e in span.events if e["kind"] == "patch"}
+    patched = {e.call_id for e in span.events if e.kind == "patch"}
     n_calls = n_failed = 0
     for event in span.events:
-        call = calls.get(event["call_id"]) if event["call_id"] else None
-        if event["kind"] == "tool_call":
+        call = calls.get(event.call_id) if event.call_id else None
+        if event.kind == "tool_call":
             n_calls += 1
             exit_code = call["exit_code"] if call else None
             n_failed += exit_code not in (None, 0)
-            command = event["command"]
-            if not command or event["call_id"] in patched:
+            command = event.command
+            if not command or event.call_id in patched:
                 continue
             if not classifier.is_test(command) and classifier.edits_files(command):
                 work.opaque_edits.append(command)
-                work.edit_seqs.append(event["seq"])
-                edits.append(PriorPatch(span.index, event["seq"], event["call_id"], command, event["workdir"]))
+                work.edit_seqs.append(event.seq)
+                edits.append(PriorPatch(span.index, event.seq, event.call_id, command, event.workdir))
             else:
-                work.commands.append({"seq": event["seq"], "command": command, "workdir": event["workdir"],
+                work.commands.append({"seq": event.seq, "command": command, "workdir": event.workdir,
                                       "exit_code": exit_code, "failed": call["failed"] if call else None})
-        elif event["kind"] == "patch" and patch_applied(call):
-            ops.append(_relative(FileOp.from_dict(orjson.loads(event["arguments"])), session.get("cwd"),
-                                 event["workdir"]))
-            work.edit_seqs.append(event["seq"])
-            if not edits or edits[-1].call_id != event["call_id"]:
-                edits.append(PriorPatch(task_index=span.index, seq=event["seq"], call_id=event["call_id"]))
+        elif event.kind == "patch" and patch_applied(call):
+            ops.append(_relative(event.file_op, session.get("cwd"),
+                                 event.workdir))
+            work.edit_seqs.append(event.seq)
+            if not edits or edits[-1].call_id != event.call_id:
+                edits.append(PriorPatch(task_index=span.index, seq=event.seq, call_id=event.call_id))
     start_state, rebuildable, reason = _start_state(session, span, history, ghosts)
     start_state = replace(start_state, untracked=untracked)
     changes = compose(ops, files)
     rows = candidates(task_id, session["session_id"], work, changes, classifier, session.get("cwd"))
     history.edits += edits
     touched = sorted({*changes, *(c.move_from for c in changes.values() if c.move_from)})
-    times = [e["ts"] for e in span.events if e["ts"] is not None]
+    times = [e.ts for e in span.events if e.ts is not None]
     final = _final_message(span)
     task = Task(
         task_id=task_id,
@@ -104,10 +104,10 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
         n_tool_calls=n_calls,
         n_failed_commands=n_failed,
         files_touched=tuple(touched),
-        started_at=span.request["ts"],
+        started_at=span.request.ts,
         ended_at=max(times) if times else None,
-        duration_s=(max(times) - span.request["ts"]).total_seconds() if times and span.request["ts"] else None,
-        aborted=any(e["kind"] == "aborted" or e["injected_kind"] == "turn_aborted" for e in span.events),
+        duration_s=(max(times) - span.request.ts).total_seconds() if times and span.request.ts else None,
+        aborted=any(e.kind == "aborted" or e.injected_kind == "turn_aborted" for e in span.events),
         final_message=final,
         has_final_message=final is not None,
         cwd=session.get("cwd"),
@@ -122,7 +122,7 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
 def _start_state(session: dict, span: TaskSpan, history: _History,
                  ghosts: list[tuple[int, str]]) -> tuple[StartState, bool, str | None]:
     """How to rebuild the workspace as the task began, and whether that is possible."""
-    first_work = next((e["seq"] for e in span.events if e["kind"] in ("tool_call", "patch")), span.last_seq)
+    first_work = next((e.seq for e in span.events if e.kind in ("tool_call", "patch")), span.last_seq)
     ghost = next((commit for seq, commit in reversed(ghosts) if span.first_seq <= seq <= first_work), None)
     repo = Repo(cwd=session.get("cwd"), git_repo_url=session.get("git_repo_url"),
                 git_commit=session.get("git_commit"), git_branch=session.get("git_branch"))
@@ -131,38 +131,38 @@ def _start_state(session: dict, span: TaskSpan, history: _History,
         return replace(state, method="ghost_snapshot"), True, None
     if not session.get("git_commit"):
         return state, False, "no git commit recorded for the session" + ("" if session.get("cwd") else " and no cwd")
-    shell = any(e.command is not None for e in history.edits)  # redone in a sandbox (logmine.verify.edits)
+    shell = any(e.command is not None for e in history.edits)  # redone in a sandbox (logmine.workspace.edits)
     return replace(state, method="git_commit+edits" if shell else "git_commit+patches"), True, None
 
 
-def _copied_edits(events: list[dict], before: int, calls: dict[str, dict],
+def _copied_edits(events: list[Event], before: int, calls: dict[str, dict],
                   classifier: CommandClassifier) -> list[PriorPatch]:
     """The edits of the parent's history a forked or resumed session copied before its first request
     (task index -1): its successful patches and file-editing shell commands, in order."""
     edits: list[PriorPatch] = []
     for event in events:
-        if event["seq"] >= before:
+        if event.seq >= before:
             break
-        if not event.get("copied_from") or not event["call_id"]:
+        if not event.copied_from or not event.call_id:
             continue
-        if event["kind"] == "patch" and patch_applied(calls.get(event["call_id"])):
-            if not edits or edits[-1].call_id != event["call_id"]:
-                edits.append(PriorPatch(-1, event["seq"], event["call_id"]))
-        elif event["kind"] == "tool_call" and event["command"] and not classifier.is_test(event["command"]) \
-                and classifier.edits_files(event["command"]):
-            edits.append(PriorPatch(-1, event["seq"], event["call_id"], event["command"], event["workdir"]))
-    patched = {e["call_id"] for e in events if e["kind"] == "patch" and e["seq"] < before}
+        if event.kind == "patch" and patch_applied(calls.get(event.call_id)):
+            if not edits or edits[-1].call_id != event.call_id:
+                edits.append(PriorPatch(-1, event.seq, event.call_id))
+        elif event.kind == "tool_call" and event.command and not classifier.is_test(event.command) \
+                and classifier.edits_files(event.command):
+            edits.append(PriorPatch(-1, event.seq, event.call_id, event.command, event.workdir))
+    patched = {e.call_id for e in events if e.kind == "patch" and e.seq < before}
     return [e for e in edits if e.command is None or e.call_id not in patched]
 
 
-def _untracked_at_start(events: list[dict]) -> tuple[str, ...]:
+def _untracked_at_start(events: list[Event]) -> tuple[str, ...]:
     """The files Codex's first snapshot of the session found untracked, when it was taken before any
     work (later snapshots also list what the session itself created)."""
     for event in events:
-        if event["kind"] in ("tool_call", "patch") and not event.get("copied_from"):
+        if event.kind in ("tool_call", "patch") and not event.copied_from:
             return ()
-        if event.get("ghost_commit") and not event.get("copied_from"):
-            return tuple(event.get("ghost_untracked") or ())
+        if event.ghost_commit and not event.copied_from:
+            return event.ghost_untracked
     return ()
 
 
@@ -186,8 +186,8 @@ def _final_message(span: TaskSpan) -> str | None:
     """The last assistant message, if nothing but messages came after it."""
     final = None
     for event in span.events:
-        if event["kind"] == "assistant_message" and event["record_type"] in MESSAGE_TYPES:
-            final = event["text"]
-        elif event["kind"] in ("tool_call", "tool_output", "patch"):
+        if event.kind == "assistant_message" and event.record_type in MESSAGE_TYPES:
+            final = event.text
+        elif event.kind in ("tool_call", "tool_output", "patch"):
             final = None
     return final

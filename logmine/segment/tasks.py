@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from logmine.ingest.records import Event
+
 # Messages are read from the model-visible history; event_msg/user_message and agent_message repeat them.
 MESSAGE_TYPES = frozenset({"response_item/message", "chat/message"})
 _VSCODE_PREFIX = "## My request for Codex:"
@@ -25,17 +27,17 @@ class TaskSpan:
     """The events of one task, in order (request first)."""
 
     index: int
-    request: dict
-    events: list[dict] = field(default_factory=list)
+    request: Event
+    events: list[Event] = field(default_factory=list)
     followups: list[str] = field(default_factory=list)
 
     @property
     def first_seq(self) -> int:
-        return self.request["seq"]
+        return self.request.seq
 
     @property
     def last_seq(self) -> int:
-        return self.events[-1]["seq"]
+        return self.events[-1].seq
 
 
 class FollowupRules:
@@ -63,22 +65,22 @@ class FollowupRules:
         return sum(len(line.split()) for line in prose) <= self.max_prose_words
 
 
-def request_text(event: dict) -> str:
+def request_text(event: Event) -> str:
     """The user's words: VS Code wraps them after a ``## My request for Codex:`` heading."""
-    text = event["text"] or ""
+    text = event.text or ""
     if _VSCODE_PREFIX in text:
         text = text.split(_VSCODE_PREFIX, 1)[1]
     return text.strip()
 
 
-def is_request(event: dict) -> bool:
+def is_request(event: Event) -> bool:
     """A genuine user message of the session itself: not injected context, and not one of the
     parent's requests a forked session copied with its history (``copied_from``)."""
-    return (event["kind"] == "user_message" and not event["is_injected"] and not event.get("copied_from")
-            and event["record_type"] in MESSAGE_TYPES and bool(request_text(event)))
+    return (event.kind == "user_message" and not event.is_injected and not event.copied_from
+            and event.record_type in MESSAGE_TYPES and bool(request_text(event)))
 
 
-def split_tasks(events: list[dict], rules: FollowupRules) -> list[TaskSpan]:
+def split_tasks(events: list[Event], rules: FollowupRules) -> list[TaskSpan]:
     """Tasks of one session; events before the first request belong to none."""
     tasks: list[TaskSpan] = []
     current: TaskSpan | None = None
@@ -103,8 +105,8 @@ def split_tasks(events: list[dict], rules: FollowupRules) -> list[TaskSpan]:
         if current is None:
             continue
         current.events.append(event)
-        if event["kind"] == "assistant_message" and event["record_type"] in MESSAGE_TYPES:
-            last_agent = event["text"]
-        elif event["kind"] in ("tool_call", "tool_output", "patch"):
+        if event.kind == "assistant_message" and event.record_type in MESSAGE_TYPES:
+            last_agent = event.text
+        elif event.kind in ("tool_call", "tool_output", "patch"):
             worked = True
     return tasks

@@ -4,7 +4,8 @@ Each stage writes rows of these shapes (its ``records`` module re-exports the on
 its typed records); the store's catalog registers them. The JSON Schemas in ``schemas/`` mirror them
 (``tests/test_schemas.py`` keeps the two in step). JSON-valued columns (``start_state``, ``runs``,
 ``files``, ``followups``) hold JSON text so the tables stay flat and readable from any Parquet reader;
-:mod:`logmine.segment.records` decodes them, in one place.
+:mod:`logmine.segment.records` decodes them, in one place (``events.arguments``:
+:meth:`logmine.ingest.records.Event.from_row`).
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ EVENTS = pa.schema(
         ("path", pa.string()),
         ("move_path", pa.string()),
         ("model", pa.string()),
+        ("ghost_commit", pa.string()),  # a ghost_snapshot line: the commit Codex made of the work tree
+        ("ghost_untracked", pa.list_(pa.string())),  # and the files it found untracked there
         ("source_path", pa.string()),
         ("format", pa.string()),
         ("raw", pa.string()),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from logmine.redact import redact_text
 from logmine.segment.records import Candidate
-from logmine.verify.workspace import read_inside, within
+from logmine.workspace import read_inside, within
 
 EXCERPT = 600
 

@@ -17,14 +17,15 @@ from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import detect
+from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.segment.records import Candidate, TaskInput
-from logmine.verify.edits import StartDiffered, explain, failing_path, patch_command, rooted
-from logmine.verify.environment import EnvironmentRecord, Provided, modes_to_try, provide, sandbox_options
+from logmine.verify.environment import EnvironmentRecord, modes_to_try
 from logmine.verify.grade import Grade, grade
-from logmine.verify.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
+from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
+from logmine.workspace.edits import StartDiffered, explain, failing_path, patch_command, rooted
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
 MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
@@ -164,7 +165,7 @@ def _open(state: RebuiltTree, options: VerifyOptions, provided: Provided):
 
 
 def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[tuple[int, str]]) -> None:
-    """What a failed patch of the task's own replay shows (:func:`logmine.verify.edits.explain`): an
+    """What a failed patch of the task's own replay shows (:func:`logmine.workspace.edits.explain`): an
     earlier task's shell edit that failed at replay, or a command of this task that failed and names
     the file, may have been the edit it expected."""
     path = failing_path(ops, base)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from logmine.agent.env import SUBMIT, EnvConfig, TaskEnv
+from logmine.agent.env import EnvConfig, TaskEnv
 from logmine.agent.tools import ToolCall
+from logmine.protocol import SUBMIT
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
@@ -104,13 +105,14 @@ def test_the_console_script_ingests_with_worker_processes(tmp_path):
 def test_ingest_workers_and_their_forkserver_die_with_the_driver():
     # the workers run a unit that outlives the driver; before, they (and the forkserver, kept alive by
     # their copies of its pipe) lived on after a kill -9
-    code = ("import json, time; from logmine.ingest.run import worker_pool; "
-            "from multiprocessing import forkserver; pool = worker_pool(2); "
-            "[pool.submit(time.sleep, 60) for _ in range(2)]; time.sleep(3); "
-            "print(json.dumps([forkserver._forkserver._forkserver_pid, *pool._processes]), flush=True); "
-            "time.sleep(60)")
+    code = ("import json, threading, time; from logmine.executor import ExecutorConfig, forkserver, make_executor; "
+            "from multiprocessing import forkserver as server; pool = make_executor(ExecutorConfig(jobs=2), "
+            "processes=True, preload=forkserver.INGEST_PRELOAD); "
+            "threading.Thread(target=lambda: list(pool.map(time.sleep, [60, 60])), daemon=True).start(); "
+            "time.sleep(3); print(server._forkserver._forkserver_pid, flush=True); time.sleep(60)")
     driver = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    pids = json.loads(driver.stdout.readline())
+    server = int(driver.stdout.readline())
+    pids = [server, *_children(server)]
     assert len(pids) == 3 and all(_running(pid) for pid in pids)
     driver.send_signal(signal.SIGKILL)
     driver.wait()
@@ -118,6 +120,19 @@ def test_ingest_workers_and_their_forkserver_die_with_the_driver():
     while any(_running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in pids if _running(pid)]
+
+
+def _children(parent: int) -> list[int]:
+    """The processes whose parent is ``parent`` (from ``/proc/*/stat``)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def _running(pid: int) -> bool:

@@ -105,8 +105,8 @@ def test_the_home_directory_is_never_bound(tmp_path):
 def test_a_monorepos_nested_dependencies_are_bound_where_they_live(tmp_path):
     """A uv backend's .venv in backend/, a pnpm workspace's node_modules at the root and in a member
     (links into the root's .pnpm store, relative): host mode binds each at its own path."""
+    from logmine.environment.provide import provide
     from logmine.environment.recipe import recipe_for
-    from logmine.verify.environment import provide
 
     repo = tmp_path / "mono"
     (repo / "backend").mkdir(parents=True)

@@ -16,8 +16,9 @@ import pytest
 from calc_repo import CALC, FIX, TESTS, calc_repo
 from session_builder import SessionBuilder
 
-from logmine.export.tmax import SCHEMA, SUBMIT, TmaxExportConfig, export_tmax
+from logmine.export.tmax import SCHEMA, TmaxExportConfig, export_tmax
 from logmine.ingest.run import IngestConfig, ingest
+from logmine.protocol import SUBMIT
 from logmine.sandbox import open_sandbox
 from logmine.segment import SegmentConfig, segment
 from logmine.verify import VerifyConfig, verify

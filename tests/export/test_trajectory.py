@@ -2,29 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from logmine.export.trajectory import (
-    CANONICAL_TOOLS,
     EVENT_COLUMNS,
     SYSTEM_PROMPT,
     Drop,
     Trajectory,
     TrajectoryOptions,
     build_trajectory,
-    format_observation,
 )
+from logmine.ingest.records import Event
+from logmine.protocol import CANONICAL_TOOLS
+from logmine.segment.records import StartState, Task
 
-TASK = {"task_id": "t-1", "prompt": "Fix add", "first_seq": 0, "cwd": "/repo"}
+TASK = Task(task_id="t-1", session_id="s", source_path="/s.jsonl", index=0, prompt="Fix add", first_seq=0,
+            last_seq=99, start_state=StartState(), rebuildable=False, cwd="/repo")
 PATCH = "*** Begin Patch\n*** Update File: calc.py\n@@\n-    return a - b\n+    return a + b\n*** End Patch"
 
 
-def event(seq: int, kind: str, record_type: str = "response_item/function_call", **fields) -> dict:
+def event(seq: int, kind: str, record_type: str = "response_item/function_call", **fields) -> Event:
+    """An event as export sft reads it: the row of its query, through :meth:`Event.from_row`."""
     row = dict.fromkeys(EVENT_COLUMNS)
     row.update({"seq": seq, "kind": kind, "record_type": record_type, "is_injected": False, **fields})
-    return row
+    return Event.from_row(row)
 
 
 def user(seq, text, injected=False):
@@ -57,14 +61,6 @@ def build(events, exits=None, **options) -> Trajectory:
 def calls(trajectory: Trajectory) -> list[tuple[str, dict]]:
     return [(c["function"]["name"], json.loads(c["function"]["arguments"]))
             for m in trajectory.messages for c in m.get("tool_calls", ())]
-
-
-def test_format_observation_is_exact():
-    assert format_observation("F\n", 1) == "F\n[exit code: 1]"
-    assert format_observation("ok", 0) == "ok\n[exit code: 0]"
-    assert format_observation("", 0) == "[exit code: 0]"
-    assert format_observation(None, 2) == "[exit code: 2]"
-    assert format_observation("failed in sandbox: x", None) == "failed in sandbox: x"
 
 
 def test_conversation_shape_and_renumbered_ids():
@@ -177,7 +173,7 @@ def test_exit_codes_come_from_the_tool_calls_view_and_copies_hash_alike():
     t = build(events, {"call_A": 0}, system_prompt="")
     assert t.messages[0] == {"role": "user", "content": "Fix add"}
     assert t.messages[2]["content"] == "built\n[exit code: 0]"
-    renamed = [dict(e, call_id="call_B" if e["call_id"] else None) for e in events]
+    renamed = [dataclasses.replace(e, call_id="call_B" if e.call_id else None) for e in events]
     assert build(renamed, {"call_B": 0}, system_prompt="").digest == t.digest
     assert t.n_chars > len("built\n[exit code: 0]")
 

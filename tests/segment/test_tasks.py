@@ -103,7 +103,7 @@ def test_start_states(tmp_path):
     assert states[0]["repo"]["git_commit"] == "a" * 40
     assert [p["task_index"] for p in states[1]["prior_patches"]] == [0]
     assert states[2]["method"] == "ghost_snapshot" and states[2]["ghost_commit"] == "c" * 40
-    # an earlier shell edit is redone at verify, in order with the patches (logmine.verify.edits)
+    # an earlier shell edit is redone at verify, in order with the patches (logmine.workspace.edits)
     assert states[3]["method"] == "git_commit+edits" and tasks[3]["start_state_reason"] is None
     assert [(p["task_index"], p.get("command")) for p in states[3]["prior_patches"]] == [
         (0, None), (1, "sed -i 's/x/y/' calc.py"), (2, None)]

@@ -14,7 +14,6 @@ from session_builder import SessionBuilder
 from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.verify import VerifyConfig, verify
-from logmine.verify.clones import normalise_url
 from logmine.verify.environment import modes_to_try
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
@@ -79,8 +78,3 @@ def test_missing_ghost_snapshot_falls_back_to_the_header_commit(tmp_path):
     assert {r["status"] for r in rows} == {"validated"}
     state = query(store, "SELECT reason FROM verified")[0]["reason"]
     assert "ghost snapshot cccccccccccc is not in the clone: header commit" in state
-
-
-@pytest.mark.parametrize("url", ["git@github.com:o/r.git", "https://github.com/o/r", "ssh://git@github.com/o/r.git"])
-def test_remote_urls_compare_normalised(url):
-    assert normalise_url(url) == "github.com/o/r"

@@ -3,7 +3,7 @@
 The repository is found at the session's recorded cwd (or where ``--repo-map OLD=NEW`` says it
 moved), its recorded commit (or the turn's ghost-snapshot commit) is exported with ``git archive``,
 and the earlier tasks' work is redone on top: their successful patches with the same patch module
-that parsed them, and their file-editing shell commands in a sandbox (:mod:`logmine.verify.edits`).
+that parsed them, and their file-editing shell commands in a sandbox (:mod:`logmine.workspace.edits`).
 Links to absolute paths are left out of the exported tree, and a clone missing objects is a reason,
 not a crash. The result is a fresh git repository (one commit), so that replayed ``git status``/
 ``git diff`` commands work. A mapped directory that is not a git repository is taken as it is, which
@@ -26,8 +26,8 @@ from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tr
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.records import Action, Repo, StartState
-from logmine.verify.clones import find_clone
-from logmine.verify.edits import NotRebuilt, StartDiffered, failing_path, redo_earlier, within
+from logmine.workspace.clones import find_clone
+from logmine.workspace.edits import NotRebuilt, StartDiffered, failing_path, redo_earlier, within
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
@@ -86,7 +86,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     turn's ghost-snapshot commit is the start state as it is; when the clone lacks it (ghost commits
     stay on the machine that made them), the session header's commit plus the earlier tasks' work
     (``prior``: patches, and shell commands that edited files, redone in a ``backend`` sandbox:
-    :mod:`logmine.verify.edits`).
+    :mod:`logmine.workspace.edits`).
     A working directory that is not a git repository (a home directory, a scratch folder) is not
     rebuilt unless ``plain_dirs``; then it is copied without credential files
     (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
