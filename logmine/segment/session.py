@@ -79,8 +79,7 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
                 work.commands.append({"seq": event.seq, "command": command, "workdir": event.workdir,
                                       "exit_code": exit_code, "failed": call["failed"] if call else None})
         elif event.kind == "patch" and patch_applied(call):
-            ops.append(_relative(event.file_op, session.get("cwd"),
-                                 event.workdir))
+            ops.append(_relative(event.file_op, session.get("cwd"), event.workdir))
             work.edit_seqs.append(event.seq)
             if not edits or edits[-1].call_id != event.call_id:
                 edits.append(PriorPatch(task_index=span.index, seq=event.seq, call_id=event.call_id))

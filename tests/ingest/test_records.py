@@ -4,12 +4,14 @@ ingest maps for segment (``ghost_commit``, ``ghost_untracked``)."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 
 import pytest
 from conftest import FIXTURES, query
 
 from logmine.ingest.records import Event
 from logmine.patch import FileOp
+from logmine.store.tables import EVENTS
 
 GHOSTED = "AcidicSoil__codex-session-view__rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
 
@@ -83,3 +85,8 @@ def test_a_ghost_snapshot_of_an_older_part_is_read_from_its_raw_line():
     new = Event.from_row({"seq": 3, "kind": "other", "record_type": "response_item/ghost_snapshot",
                           "ghost_commit": "d" * 40, "ghost_untracked": ["m.py"], "raw": json.dumps(line)})
     assert (new.ghost_commit, new.ghost_untracked) == ("d" * 40, ("m.py",))  # the column wins
+
+
+def test_the_record_has_a_field_for_every_column_of_the_table():
+    # from_row keeps the table's columns: one the record lacked would fail every `SELECT *` reader
+    assert {f.name for f in fields(Event)} - {"args"} == set(EVENTS.names)
