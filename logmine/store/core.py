@@ -9,12 +9,12 @@ Layout of ``DIR``::
     <table>/part-*.parquet  each row carries a generation (``file_gen``, ``seg_gen``): the version of
                             the unit (source file, segmented session) that produced it
 
-Relocation: the catalog records each part by its file name only; the views are rebuilt from the store's
-absolute path whenever it is opened (as temporary views when it is opened read-only), so a store works
-from any directory, after ``mv``, and a ``cp -r`` copy reads only its own parts. The views persisted
-in the catalog (for plain DuckDB readers) name absolute paths as of the last open: a read-only open
-that finds them naming another directory rewrites them when it can write the store
-(:meth:`Store._rewrite_moved_views`); :func:`logmine.store.query.open_store` needs neither.
+Relocation: the catalog records each part by its file name only, and each view finds the parts next to
+the catalog file DuckDB opened (:func:`~logmine.store.views.store_dir_sql`), so a plain ``duckdb.connect`` works from any
+directory, after ``mv``, and a ``cp -r`` copy reads only its own parts. The views are rebuilt whenever
+the store is opened (as temporary views when it is opened read-only). Catalogs written before views
+found their own place named absolute paths: a read-only open that finds them naming another directory
+rewrites them when it can write the store (:meth:`Store._rewrite_moved_views`).
 
 Missing parts: each registered part is checked when the store opens (:mod:`.parts`: a stat and the
 Parquet magic). A missing or unreadable part is left out of the views and reported in
@@ -65,6 +65,7 @@ from logmine.store.catalog import (
 )
 from logmine.store.parts import Part, PartProblem, deep_problem, quick_problem, write_part
 from logmine.store.rows import table_of_columns
+from logmine.store.views import listing_sql, quote_sql
 
 _PARTS_DDL = "CREATE TABLE IF NOT EXISTS parts (table_name VARCHAR, path VARCHAR, gens BIGINT[])"
 _META_DDL = "CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value BIGINT)"
@@ -122,11 +123,12 @@ class Store:
             raise StoreError(f"cannot open catalog {self.root / CATALOG}: {exc}") from exc
 
     def _moved(self) -> bool:
-        """Do the catalog's persisted views name another directory's parts (the store was moved)?"""
-        name, spec = next(iter(TABLES.items()))
-        row = self.con.execute("SELECT sql FROM duckdb_views() WHERE NOT temporary AND view_name = ?",
-                               [spec.view]).fetchone()
-        return row is not None and str(self.root / name / "_empty.parquet").replace("'", "''") not in row[0]
+        """Do the catalog's persisted views name another directory's parts (an older catalog, written
+        before views found their own place, of a store that was moved)?"""
+        views = dict(self.con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT temporary").fetchall())
+        return any(spec.view in views and "temp_directory" not in views[spec.view]
+                   and quote_sql(str(self.root / name / "_empty.parquet")) not in views[spec.view]
+                   for name, spec in TABLES.items())
 
     def _rewrite_moved_views(self) -> None:
         """A read-only open of a moved store rewrites the catalog's views for the new place (nothing
@@ -425,7 +427,7 @@ class Store:
         cannot abort the transaction a commit holds open."""
         cursor = self.con.cursor()
         try:
-            cursor.execute(f"DESCRIBE SELECT * FROM read_parquet([{listing}], union_by_name = true)")
+            cursor.execute(f"DESCRIBE SELECT * FROM read_parquet({listing}, union_by_name = true)")
             return True
         except duckdb.Error:
             return False
@@ -439,9 +441,14 @@ class Store:
         for name, spec in TABLES.items():
             names = [p.rsplit("/", 1)[-1] for (p,) in con.execute(
                 "SELECT path FROM parts WHERE table_name = ? ORDER BY path", [name]).fetchall()]
-            paths = [self._empty_part(name)]
-            paths += [str(self.root / name / p) for p in names if (name, p) not in unusable]
-            listing = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+            empty = self._empty_part(name)
+            inside = [f"{name}/{p}" for p in names if (name, p) not in unusable]
+            if Path(empty).parent == self.root / name:
+                inside.insert(0, f"{name}/{Path(empty).name}")
+                outside = []
+            else:
+                outside = [empty]
+            listing = listing_sql(outside, inside, self.root)
             # union_by_name: parts written before a column existed read it as NULL. It reads every
             # footer when the view is made; a table with a broken footer (found by check_parts) gets a
             # lazy view instead. Footers are checked when the store is opened, not at every commit.
@@ -450,7 +457,7 @@ class Store:
             elif check_footers:
                 self._lazy_views.add(name)
             union = "" if name in self._lazy_views else ", union_by_name = true"
-            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet([{listing}]{union}) "
+            con.execute(f"CREATE OR REPLACE {kind} {spec.view} AS SELECT * FROM read_parquet({listing}{union}) "
                         f"WHERE {spec.gen_column} IN ({spec.live_gens})")
         for view in VIEWS:
             con.execute(view.replace("CREATE OR REPLACE VIEW", f"CREATE OR REPLACE {kind}"))

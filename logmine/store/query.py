@@ -1,10 +1,9 @@
 """Reading a store with SQL from anywhere: :func:`open_store`, what ``logmine sql`` and the notebooks use.
 
-A plain ``duckdb.connect("STORE/catalog.duckdb")`` reads the views the catalog persists, which name
-the parts by absolute path as of the last logmine command that opened the store. After a ``mv`` of
-the store those paths are gone until a logmine command opens it again (any command does: a read-only
-open of a moved store rewrites them when it can). :func:`open_store` needs no such step: it opens
-the catalog read-only with views over the parts where the store is now.
+A plain ``duckdb.connect("STORE/catalog.duckdb")`` reads the views the catalog persists, which find
+the parts next to the catalog file wherever the store now is (see :mod:`logmine.store.core`).
+:func:`open_store` also checks each part first: a missing or damaged one is left out of its views
+and reported, where a plain connection fails on it.
 """
 
 from __future__ import annotations

@@ -82,19 +82,52 @@ def test_copy_is_independent_of_its_original(tmp_path):
     assert _events(store) > 0
 
 
-def test_a_plain_duckdb_connection_works_after_a_move_once_logmine_opened_the_store(tmp_path):
+def _plain_count(catalog: Path, **config) -> int:
+    con = duckdb.connect(str(catalog), read_only=True, config=config)
+    try:
+        return con.execute("SELECT count(*) FROM events").fetchone()[0]
+    finally:
+        con.close()
+
+
+def test_a_plain_duckdb_connection_reads_a_moved_store_from_any_cwd(tmp_path, monkeypatch):
     store = _ingest_relative(tmp_path)
     n = _events(store)
     moved = tmp_path / "moved"
     shutil.move(store, moved)
-    with pytest.raises(duckdb.IOException):  # the persisted views still name the old place
-        duckdb.connect(str(moved / "catalog.duckdb"), read_only=True).execute("SELECT count(*) FROM events")
-    stats(moved)  # a read-only command rewrites them for the new place
-    con = duckdb.connect(str(moved / "catalog.duckdb"), read_only=True)
+    os.chmod(moved / "catalog.duckdb", 0o444)  # nothing rewrote the views since the move
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
     try:
-        assert con.execute("SELECT count(*) FROM events").fetchone()[0] == n
+        assert _plain_count(moved / "catalog.duckdb") == n
+        monkeypatch.chdir(moved)
+        assert _plain_count(Path("catalog.duckdb")) == n
     finally:
-        con.close()
+        os.chmod(moved / "catalog.duckdb", 0o644)
+
+
+def test_a_reader_with_its_own_temp_directory_reads_the_store_where_it_was_written(tmp_path):
+    store = _ingest_relative(tmp_path)
+    n = _events(store)
+    assert _plain_count(store / "catalog.duckdb", temp_directory=str(tmp_path / "spill")) == n
+
+
+def test_an_older_catalog_naming_absolute_paths_is_rewritten_by_a_read_only_command(tmp_path):
+    store = _ingest_relative(tmp_path)
+    n = _events(store)
+    con = duckdb.connect(str(store / "catalog.duckdb"))  # the views as logmine wrote them before
+    parts = [f"'{store}/events/{p}'" for (p,) in con.execute(
+        "SELECT path FROM parts WHERE table_name = 'events'").fetchall()]
+    con.execute(f"CREATE OR REPLACE VIEW events AS SELECT * FROM read_parquet(['{store}/events/_empty.parquet', "
+                f"{', '.join(parts)}], union_by_name = true)")
+    con.close()
+    moved = tmp_path / "moved"
+    shutil.move(store, moved)
+    with pytest.raises(duckdb.IOException):  # the old views name the old place
+        _plain_count(moved / "catalog.duckdb")
+    stats(moved)  # a read-only command rewrites them for the new place
+    assert _plain_count(moved / "catalog.duckdb") == n
 
 
 def test_open_store_and_logmine_sql_read_a_moved_store_from_any_cwd(tmp_path, monkeypatch):
