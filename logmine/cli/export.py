@@ -30,6 +30,7 @@ from logmine.pipeline import load_pipeline
 export_app = typer.Typer(help="Export tasks as training data: TMax RL rows with task bundles, or SFT data.",
                          no_args_is_help=True)
 app.add_typer(export_app, name="export")
+_SHOWN_REASONS = 5  # tasks listed under each reason a task was not exported
 
 
 def _tmax_default(name: str) -> str:
@@ -75,6 +76,7 @@ def export_tmax_cmd(
             "out": str(out_dir), "rows": summary.rows, "unvalidated": summary.unvalidated,
             "skipped_tasks": dict(summary.skipped), "credential_files_left_out": summary.left_out_files,
             "reproduced": summary.reproduced, "rejects": [{"task_id": t, "reason": r} for t, r in summary.rejects],
+            "not_exported": [{"task_id": t, "reason": r} for t, r in summary.not_exported],
             "redactions": dict(summary.redactions)}))
         return
     out.print(f"[bold]logmine export tmax[/]: {summary.rows} rows ({summary.unvalidated} unvalidated) → {out_dir}",
@@ -85,6 +87,11 @@ def export_tmax_cmd(
         out.print(f"  rejected {task_id}: {reason}", highlight=False, soft_wrap=True)
     for reason, n in summary.skipped.most_common():
         out.print(f"  skipped {n} task(s): {reason}", highlight=False, soft_wrap=True)
+        why = [(t, r) for t, r in summary.not_exported if r.split(":")[0] == reason and r != reason]
+        for task_id, full in why[:_SHOWN_REASONS]:  # the whole reason names the flag that fixes it
+            out.print(f"    {task_id}: {full}", highlight=False, soft_wrap=True)
+        if len(why) > _SHOWN_REASONS:
+            out.print(f"    … and {len(why) - _SHOWN_REASONS} more (--json lists every one)", highlight=False)
     out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "
               f"redactions: {sum(summary.redactions.values())}", highlight=False)
 

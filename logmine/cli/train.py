@@ -130,7 +130,8 @@ def init_model_cmd(
     hidden_size: Annotated[Optional[int], typer.Option(min=8, show_default=_init_default("hidden_size"))] = None,
     layers: Annotated[Optional[int], typer.Option(min=1, show_default=_init_default("layers"))] = None,
 ) -> None:
-    """A tiny random model with a locally trained tokenizer and a tool-calling chat template (offline)."""
+    """A tiny random model with a locally trained tokenizer and a tool-calling chat template (offline).
+    Needs the train extra: pip install 'logmine[train]'."""
     require_torch()
     path = init_model(out_dir, **given(arch=arch, hidden_size=hidden_size, layers=layers))
     out.print(f"tiny {arch or _init_default('arch')} model → {path}", highlight=False, soft_wrap=True)

@@ -15,7 +15,6 @@ into place at the end: an interrupted export leaves no partial dataset.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -34,6 +33,7 @@ import pyarrow as pa
 
 from logmine.errors import LogmineError
 from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, Renderer, load_tokenizer
+from logmine.export.sft_card import card
 from logmine.export.trajectory import (
     EVENT_COLUMNS,
     REASONING_MODES,
@@ -130,6 +130,7 @@ class SftExportSummary:
     tasks: int = 0  # tasks in the store
     examples: int = 0  # rows of data/ (one per exported task)
     token_examples: int = 0  # rows of tokens/
+    longest_tokens: int = 0  # tokens of the longest row of tokens/
     duplicates: int = 0
     dropped: Counter = field(default_factory=Counter)  # tasks not exported, by reason
     turns_dropped: Counter = field(default_factory=Counter)  # split mode: turn examples left out, by reason
@@ -195,7 +196,7 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
             tokens.close()
         write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet", data.redactor)
         summary.elapsed_s = time.monotonic() - started
-        write_text(staging / "README.md", _card(config, summary, renderer), data.redactor)
+        write_text(staging / "README.md", card(config, summary, renderer), data.redactor)
         _move_into_place(staging, config)
     except OSError as exc:
         raise SftExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
@@ -312,6 +313,7 @@ class _Exporter:
             example_id = task.task_id if example.turn is None else f"{task.task_id}/{example.turn}"
             self.tokens.add((example_id, task.task_id, example))
         summary.token_examples += len(examples)
+        summary.longest_tokens = max(summary.longest_tokens, *(len(e.input_ids) for e in examples))
         return True
 
     def _data_row(self, task: Task, trajectory: Trajectory) -> None:
@@ -393,103 +395,3 @@ def _move_into_place(staging: Path, config: SftExportConfig) -> None:
             staging.rename(out)
     except OSError as exc:
         raise SftExportError(f"cannot write {out}: {exc.strerror}") from exc
-
-
-def _table(header: str, rows) -> str:
-    rows = list(rows)
-    if not rows:
-        return f"{header.strip('| ').split(' |')[0]}: none\n"
-    cells = ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |\n" for row in rows]
-    return header + "\n" + "|---" * (header.count("|") - 1) + "|\n" + "".join(cells)
-
-
-def _card(config: SftExportConfig, summary: SftExportSummary, renderer: Renderer | None) -> str:
-    """The dataset card (README.md): configs, counts, settings, schema, loss, sources, redaction."""
-    yaml = ["---", "configs:", "- config_name: default", "  data_files:", "  - split: train",
-            "    path: data/train-*.parquet"]
-    if renderer:
-        yaml += ["- config_name: tokens", "  data_files:", "  - split: train", "    path: tokens/tokens-*.parquet"]
-    yaml += ["tags:", "- logmine", "- sft", "- agent-trajectories", "- tool-use", "---", ""]
-    counts = [("tasks in the store", summary.tasks), ("examples (`data/`)", summary.examples),
-              ("token examples (`tokens/`)", summary.token_examples if renderer else "not written"),
-              ("duplicates exported once", summary.duplicates), ("sessions", summary.sessions)]
-    settings = [("min verifier", config.min_verifier), ("tools", config.tools), ("reasoning", config.reasoning),
-                ("max characters", config.max_chars), ("max tokens", config.max_tokens),
-                ("deduplicated", config.dedupe)]
-    if renderer:
-        template = renderer.tokenizer.chat_template
-        digest = hashlib.sha256(orjson.dumps(template, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-        settings += [("λ (observation weight)", config.lam), ("tokenizer", f"`{config.tokenizer}`"),
-                     ("tokenizer name", getattr(renderer.tokenizer, "name_or_path", "")),
-                     ("chat template sha256", digest), ("not prefix-stable", config.on_unstable)]
-    parts = ["\n".join(yaml),
-             "# logmine SFT export\n\nCoding-agent sessions (OpenAI Codex CLI) exported by `logmine export sft`: one "
-             "example per task (a user request and the work it caused) as an OpenAI-style chat with tool calls.\n",
-             "## Counts\n\n" + _table("| | |", counts),
-             "### Tasks not exported\n\n" + _table("| reason | tasks |", summary.dropped.most_common()),
-             "### Left out of exported conversations\n\n" + _table("| what | count |", summary.left_out.most_common()),
-             "## Settings\n\n" + _table("| | |", settings) + f"\nSystem prompt: {config.system_prompt!r}\n"]
-    if renderer:
-        parts.append("### Token-level form\n\n" + _table("| source | tokens |", [(s, summary.tokens[s]) for s in SOURCES])
-                     + "\n" + _table("| not prefix-stable (conversations) | count |", summary.unstable.most_common())
-                     + "\n" + _table("| split turns left out | count |", summary.turns_dropped.most_common()))
-    parts += [_SCHEMA_DOC, _LOSS_DOC if renderer else "",
-              "## Sources\n\n" + _table("| format | Codex CLI | model | sessions |", summary.sources),
-              _REDACTION_DOC, _USAGE_DOC]
-    return "\n".join(p for p in parts if p)
-
-
-_SCHEMA_DOC = """## Schema
-
-`data/` (config `default`), one row per task (JSON Schema: logmine `schemas/sft_example.schema.json`):
-
-| column | type | what |
-|---|---|---|
-| `task_id`, `session_id` | string | the task and session in the logmine store |
-| `messages` | list of messages | `system`, `user` (the request), `assistant` turns (`content`, optional `reasoning_content`, `tool_calls` with `function.arguments` as a JSON string), `tool` results (`tool_call_id`, `name`, `content`); fields a message does not have are null |
-| `tools` | string | JSON list of the tool schemas (`{"type": "function", "function": {...}}`) |
-| `verifier` | string | `validated` (a verifier failed before and passed after a sandboxed replay), `open` (not verified yet or unscored), `refuted`, `none` |
-| `model` | string | the model that wrote the session |
-| `n_turns`, `n_tool_calls` | int | assistant turns, tool calls |
-
-Tool results are the command's output, then `[exit code: N]` on a line of its own when the exit code is known.
-"""
-
-_LOSS_DOC = """`tokens/` (config `tokens`), one row per training sequence (`example_id` = task id, or `task_id/turn`
-for a conversation re-rendered per turn): `input_ids`, `loss_weights` (float), `source` per token (`prompt`,
-`action`, `observation`, `scaffold`), `assistant_masks` (1 on action tokens: TRL's pre-tokenized path trains on
-exactly these), counts.
-
-## Loss
-
-Action tokens (what the agent wrote, through its end-of-turn token) weigh 1, observation tokens (tool
-results) weigh λ, prompt and template scaffolding 0. The loss is the weighted mean
-
-    L = -(Σ_A log p + λ Σ_O log p) / (|A| + λ |O|) = -Σ w·log p / Σ w
-
-(ActObs; λ = 0 is action-only SFT). Spans come from incremental rendering of the chat template, checked for
-prefix stability (see logmine `docs/export-sft.md`).
-"""
-
-_REDACTION_DOC = """## Redaction
-
-Secrets were redacted when the sessions were ingested, before anything was stored: gitleaks' rules, structured
-keys (`"api_key": ...`), Authorization headers, passwords in URLs and `.env`-style assignments. Each is replaced
-by a pseudonym of the same shape (length, character classes, well-known prefix such as `ghp_`), the same one
-wherever the secret occurred, derived with a key that stays with the store and never leaves it; or, in a store
-ingested with `--redact-style placeholder`, by a typed placeholder such as `[REDACTED:github_token]`. A value that
-looks like a secret in this data is such a pseudonym, not a secret. Not redacted: names, e-mail addresses, home directory
-paths, and the source code the agent read or wrote. Review the data before publishing it.
-"""
-
-_USAGE_DOC = """## Usage
-
-```python
-from datasets import load_dataset
-from trl import SFTConfig, SFTTrainer
-
-data = load_dataset("parquet", data_files="OUT/data/*.parquet", split="train")
-trainer = SFTTrainer(model=model, train_dataset=data, args=SFTConfig(assistant_only_loss=True))
-tokens = load_dataset("parquet", data_files="OUT/tokens/*.parquet", split="train")  # ActObs weights
-```
-"""

@@ -299,6 +299,10 @@ and passed after replaying the original work.
 
 - Environment: `env_name = {env}`, image `{image}`; the seeds become `/workspace`, `tests/` is put at
   `/tests` only at grading time, `tests/test.sh` writes 1 or 0 to `/logs/verifier/reward.txt`.
+- Images: `env_config.image` is the base image of each task's recipe (unless `--image` named a prebuilt
+  image), not an image holding the task's dependencies. A task that needs a `.venv`, `node_modules` or a toolchain passes only in the image
+  built from its `tasks/<task_id>/environment/Dockerfile`: build it (Harbor does; for open-instruct's
+  TMax environment, build and push it, then set `env_config.image` to that tag) before training.
 - Redaction: the workspace snapshots went through the same secret redaction as the logs, with the same
   pseudonyms (a secret in the code and in the task's prompt or tests has one replacement, so tests still pass);
   {left_out} credential files (`.env`, keys, cloud configs, `.git`) were left out.

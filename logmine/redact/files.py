@@ -77,12 +77,21 @@ class TreeTooLarge(LogmineError):
     """A directory to copy holds more than the bytes allowed."""
 
 
+#: Bytecode and tool caches: made by running the code, tied to the machine that ran it (a ``.pyc``
+#: records its source's absolute path), never part of a start state. ``copy_tree(..., caches=False)``
+#: leaves them out without listing them.
+CACHE_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis"})
+CACHE_SUFFIXES = (".pyc", ".pyo")
+
+
 def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max_bytes: int | None = None,
-              max_text_bytes: int | None = None) -> list[str]:
+              max_text_bytes: int | None = None, caches: bool = True) -> list[str]:
     """Copy ``source`` into ``dest``: credential files and directories
     (:func:`~logmine.redact.paths.credential_path`), links and anything not a regular file are left
     out; UTF-8 text is redacted (up to ``max_text_bytes`` a file, larger files are copied as they are);
-    raises :class:`TreeTooLarge` past ``max_bytes`` in all. Returns the relative paths left out."""
+    raises :class:`TreeTooLarge` past ``max_bytes`` in all. ``caches=False``: bytecode and tool caches
+    (:data:`CACHE_DIRS`, :data:`CACHE_SUFFIXES`) are not copied either. Returns the relative paths
+    left out (credentials, links, special files)."""
     redactor = redactor or default_redactor()
     left_out: list[str] = []
     total = 0
@@ -93,10 +102,12 @@ def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max
             rel = os.path.normpath(os.path.join(rel_dir, name))
             if credential_path(rel):
                 left_out.append(rel)
-            else:
+            elif caches or name not in CACHE_DIRS:
                 kept.append(name)
         dirnames[:] = kept
         for name in sorted(filenames):
+            if not caches and name.endswith(CACHE_SUFFIXES):
+                continue
             rel = os.path.normpath(os.path.join(rel_dir, name))
             path = Path(dirpath, name)
             if credential_path(rel) or path.is_symlink() or not path.is_file():

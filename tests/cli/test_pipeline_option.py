@@ -121,6 +121,19 @@ def test_export_tmax_include_unvalidated_from_the_file_and_the_flag_wins(demo_st
         "no verifier candidate": 3, "no validated verifier": 11}
 
 
+def test_export_tmax_tells_each_tasks_reason_and_the_flag_that_fixes_it(demo_store, tmp_path):
+    args = ["export", "tmax", "--store", str(demo_store), "--include-unvalidated"]
+    listed = _json([*args, "--out", "o1", "--json"])["not_exported"]
+    assert len(listed) == 11 and all(r["reason"].startswith("start state not rebuilt: ") for r in listed)
+    result = runner.invoke(app, [*args, "--out", "o2"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = lines.index("  skipped 11 task(s): start state not rebuilt")
+    shown = lines[at + 1:at + 6]
+    assert all(line.startswith("    t-") and ("--repo-" in line or "--plain-dirs" in line) for line in shown), shown
+    assert lines[at + 6] == "    … and 6 more (--json lists every one)"
+
+
 def test_stage_commands_use_the_files_store(tmp_path):
     """The stages of one pipeline share its ``[ingest] store``; ``--store`` wins."""
     pipeline = _pipeline(tmp_path / "p.toml", f'[ingest]\nstore = "{tmp_path / "nowhere"}"\n')

@@ -185,7 +185,7 @@ def test_exported_bundles_build_with_podman_and_grade_0_then_1(gen, host_store, 
             assert built.returncode == 0, built.stderr[-3000:]
             assert _reward(tag, bundle, tmp_path / bundle.name / "seeds", solve=False) == "0"
             assert _reward(tag, bundle, tmp_path / bundle.name / "solved", solve=True) == "1", \
-                (tmp_path / bundle.name / "solved" / "test-stdout.txt").read_text()[-2000:]
+                (tmp_path / bundle.name / "solved" / "check-output.txt").read_text()[-2000:]
     finally:
         if tags:
             _podman("rmi", "-f", *tags, timeout=300)

@@ -177,6 +177,12 @@ def test_dataset_card(store, tmp_path, tokenizer_dir):
                  f"| tokenizer | `{tokenizer_dir}` |", "| every verifier refuted | 1 |", "## Redaction",
                  "| g2 | 0.63.0 | gpt-5-codex | 1 |", "-(Σ_A log p + λ Σ_O log p) / (|A| + λ |O|)"):
         assert line in card, line
+    longest = max(len(ids) for ids in pq.read_table(tmp_path / "out" / "tokens").column("input_ids").to_pylist())
+    assert f"({longest} tokens with the tokenizer of `tokens/`)" in card and "max_length=None" in card
+    assert 'data_files="OUT/tokens/*.parquet"' in card and "assistant_only_loss must stay False" in card
+    run(store, tmp_path / "plain")
+    plain = (tmp_path / "plain" / "README.md").read_text()
+    assert "max_length=None" in plain and "tokens/" not in plain.split("## Usage")[1]
 
 
 def test_datasets_reads_both_configs(store, tmp_path, tokenizer_dir, monkeypatch):
@@ -276,3 +282,7 @@ def test_trl_sft_trainer_consumes_the_export(store, tmp_path, tokenizer_dir, mon
                      max_length=None)
     pretokenized = SFTTrainer(model=model, args=args, train_dataset=tokens, processing_class=tokenizer)
     assert [int(x != -100) for x in pretokenized.train_dataset[0]["labels"]] == tokens[0]["assistant_masks"]
+    with pytest.raises(ValueError, match="not conversational"):  # what the card warns of
+        SFTTrainer(model=model, args=SFTConfig(output_dir=str(tmp_path / "trl"), assistant_only_loss=True,
+                                               report_to=[], use_cpu=True, max_length=None),
+                   train_dataset=tokens, processing_class=tokenizer)

@@ -33,7 +33,10 @@ def exported(tmp_path_factory):
     repo = tmp / "work" / "proj"
     commit = calc_repo(repo, {
         ".env": "API_TOKEN=abc123\n",  # a credential file: must not leave the machine
-        "notes.txt": "deploy with ghp_" + "FAKE0123456789abcdefghijklmnopqrstuv"[:36] + "\n"}, message="s")
+        "notes.txt": "deploy with ghp_" + "FAKE0123456789abcdefghijklmnopqrstuv"[:36] + "\n",
+        # caches committed by accident: bytecode naming the author's paths, pytest's last failures
+        "__pycache__/calc.cpython-311.pyc": "/home/dev/.venv/bin/python3\n", "stale.pyc": "x",
+        ".pytest_cache/v/cache/lastfailed": "{}\n"}, message="s")
     builder = (SessionBuilder(cwd=str(repo), commit=commit)
                .user("Fix add so the tests pass").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
                .user("Explain what calc does").agent("It adds."))
@@ -79,6 +82,10 @@ def test_bundle_layout_and_redaction(exported):
     with tarfile.open(out / "task-data.tar.gz") as tar:
         assert f"{task_id}/tests/test.sh" in tar.getnames()
     assert summary.left_out_files >= 2  # .env and .git
+    card = (out / "README.md").read_text()  # the row's image is a base: the card says to build the Dockerfile
+    assert "passes only in the image built from its `tasks/<task_id>/environment/Dockerfile`" in " ".join(card.split())
+    caches = [p for p in seeds.rglob("*") if p.name in ("__pycache__", ".pytest_cache") or p.suffix == ".pyc"]
+    assert not caches  # bytecode and tool caches are never seeds
 
 
 def _reward(box, bundle: Path, solve: bool) -> str:
@@ -88,9 +95,13 @@ def _reward(box, bundle: Path, solve: bool) -> str:
     env = "WORKSPACE=/workspace TESTS_DIR=/workspace/.tests LOGS_DIR=/workspace/.logs"
     if solve:
         assert box.run(f"{env} bash /workspace/.solution/solve.sh").exit_code is not None
-    result = box.run(f"{env} bash /workspace/.tests/test.sh")
-    assert result.exit_code == 0, result.output
-    return (Path(box.workspace) / ".logs/reward.txt").read_text().strip()
+    # as Harbor runs it: the script's stdout captured into $LOGS_DIR/test-stdout.txt
+    result = box.run(f"mkdir -p /workspace/.logs && {env} bash /workspace/.tests/test.sh "
+                     "> /workspace/.logs/test-stdout.txt 2>&1")
+    logs = Path(box.workspace) / ".logs"
+    assert result.exit_code == 0, (logs / "test-stdout.txt").read_text()
+    assert (logs / "test-stdout.txt").read_text() == (logs / "check-output.txt").read_text() != ""
+    return (logs / "reward.txt").read_text().strip()
 
 
 def test_bundle_rewards_zero_at_start_and_one_after_solve(exported):
