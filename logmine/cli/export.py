@@ -1,4 +1,5 @@
-"""``logmine export tmax`` and ``logmine export sft``: tasks as RL rows with task bundles, or SFT data."""
+"""``logmine export tmax``, ``logmine export sft`` and ``logmine export atif``: tasks as RL rows with task
+bundles, SFT data, or Harbor ATIF trajectories."""
 
 from __future__ import annotations
 
@@ -23,12 +24,14 @@ from logmine.cli.options import (
     pipeline_store,
 )
 from logmine.cli.output import counting_progress, out
+from logmine.export.atif import AtifExportConfig, export_atif
 from logmine.export.sft import SftExportConfig, export_sft
 from logmine.export.tmax import TmaxExportConfig, export_tmax
 from logmine.pipeline import load_pipeline
 
-export_app = typer.Typer(help="Export tasks as training data: TMax RL rows with task bundles, or SFT data.",
-                         no_args_is_help=True)
+export_app = typer.Typer(
+    help="Export tasks as training data: TMax RL rows with task bundles, SFT data, or ATIF trajectories.",
+    no_args_is_help=True)
 app.add_typer(export_app, name="export")
 _SHOWN_REASONS = 5  # tasks listed under each reason a task was not exported
 
@@ -60,6 +63,16 @@ def export_tmax_cmd(
         show_default=_tmax_default("check"))] = None,
     env_name: Annotated[Optional[str], typer.Option(
         help="env_config.env_name of the rows.", show_default=_tmax_default("env_name"))] = None,
+    build_images: Annotated[Optional[bool], typer.Option(
+        help="Build each task environment's image (podman or docker) and name it in env_config.image and "
+             "image.txt, for trainers that start the row's image without building its Dockerfile.",
+        show_default=_tmax_default("build_images"))] = None,
+    image_prefix: Annotated[Optional[str], typer.Option(
+        help="REGISTRY/NAMESPACE of the built images (tags PREFIX/REPO:KEY).",
+        show_default=_tmax_default("image_prefix"))] = None,
+    push: Annotated[bool, typer.Option("--push", help="Push each built image (log in to the registry first).")] = False,
+    image_engine: Annotated[Optional[str], typer.Option(
+        help="podman or docker for --build-images; default: the first installed.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """TMax RL rows (messages, ground_truth, dataset, env_config, source) with a Harbor-style task
@@ -67,7 +80,8 @@ def export_tmax_cmd(
     settings = load_pipeline(pipeline)
     flags = given(repo_map=parse_repo_map(repo_map), include_unvalidated=include_unvalidated, image=image,
                   env_name=env_name, repo_search=tuple(repo_search) if repo_search else None, check=check,
-                  plain_dirs=plain_dirs)
+                  plain_dirs=plain_dirs, build_images=build_images or (push or None), image_prefix=image_prefix,
+                  push=push or None, engine=image_engine)
     config = TmaxExportConfig.from_settings(settings["export"], settings["verify"],
                                             store=pipeline_store(store, settings), out=out_dir, **flags)
     summary = export_tmax(config)
@@ -77,6 +91,7 @@ def export_tmax_cmd(
             "skipped_tasks": dict(summary.skipped), "credential_files_left_out": summary.left_out_files,
             "reproduced": summary.reproduced, "rejects": [{"task_id": t, "reason": r} for t, r in summary.rejects],
             "not_exported": [{"task_id": t, "reason": r} for t, r in summary.not_exported],
+            "images": [{"tag": tag, "built": built} for tag, built in summary.images.items()],
             "redactions": dict(summary.redactions)}))
         return
     out.print(f"[bold]logmine export tmax[/]: {summary.rows} rows ({summary.unvalidated} unvalidated) → {out_dir}",
@@ -92,6 +107,8 @@ def export_tmax_cmd(
             out.print(f"    {task_id}: {full}", highlight=False, soft_wrap=True)
         if len(why) > _SHOWN_REASONS:
             out.print(f"    … and {len(why) - _SHOWN_REASONS} more (--json lists every one)", highlight=False)
+    for tag, built in summary.images.items():
+        out.print(f"  image {tag} ({'built' if built else 'reused'})", highlight=False, soft_wrap=True)
     out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "
               f"redactions: {sum(summary.redactions.values())}", highlight=False)
 
@@ -148,3 +165,42 @@ def export_sft_cmd(
         out.print(f"  dropped {n} task(s): {reason}", highlight=False, soft_wrap=True)
     if summary.tokens:
         out.print("  tokens: " + ", ".join(f"{k} {v}" for k, v in summary.tokens.most_common()), highlight=False)
+
+
+def _atif_default(name: str) -> str:
+    return str(field_default(AtifExportConfig, name))
+
+
+@export_app.command("atif")
+def export_atif_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (trajectories/<task_id>.json, README.md).")],
+    store: StoreOpt = None,
+    pipeline: PipelineOpt = None,
+    tools: Annotated[Optional[str], typer.Option(
+        help="canonical (bash + apply_patch) or raw (Codex's tool names).", show_default=_atif_default("tools"))] = None,
+    reasoning: Annotated[Optional[str], typer.Option(
+        help="summary (kept as reasoning_content), or drop.", show_default=_atif_default("reasoning"))] = None,
+    overwrite: Annotated[Optional[bool], typer.Option(
+        help="Replace a non-empty output directory.", show_default=_atif_default("overwrite"))] = None,
+    as_json: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Harbor ATIF trajectories: one JSON document per task (user request, agent steps with tool calls and
+    their observations, token totals, logmine provenance), each checked against the ATIF schema."""
+    settings = load_pipeline(pipeline)
+    flags = given(tools=tools, reasoning=reasoning, overwrite=overwrite)
+    config = AtifExportConfig(store=pipeline_store(store, settings), out=out_dir, **flags)
+    progress, report = counting_progress("export atif", "tasks", show=not quiet and not as_json)
+    with progress:
+        summary = export_atif(config, progress=report)
+    if as_json:
+        out.print_json(json.dumps({
+            "out": str(out_dir), "tasks": summary.tasks, "trajectories": summary.trajectories,
+            "steps": summary.steps, "with_tokens": summary.with_tokens, "dropped": dict(summary.dropped),
+            "not_exported": [{"task_id": t, "reason": r} for t, r in summary.not_exported],
+            "redactions": dict(summary.redactions), "elapsed_s": round(summary.elapsed_s, 3)}))
+        return
+    out.print(f"[bold]logmine export atif[/]: {summary.trajectories} trajectories ({summary.steps} steps) "
+              f"from {summary.tasks} tasks → {out_dir}", highlight=False, soft_wrap=True)
+    for reason, n in summary.dropped.most_common():
+        out.print(f"  dropped {n} task(s): {reason}", highlight=False, soft_wrap=True)

@@ -24,11 +24,13 @@ from pathlib import Path
 import jsonschema
 import pyarrow as pa
 
+from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment, detect
 from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
 from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.export.check import check_bundle
+from logmine.export.images import DEFAULT_PREFIX, ImageBuilder, ImageOptions
 from logmine.pipeline import packaged_default
 from logmine.protocol import SYSTEM_PROMPT, USER_PROMPT
 from logmine.redact import Redactor, write_table, write_text
@@ -65,7 +67,8 @@ _REPOSITORY_FIELDS = ("repo_map", "repo_search", "plain_dirs")  # where verify f
 def _fields(settings: dict, verify: dict) -> dict:
     """:class:`TmaxExportConfig` fields from a pipeline's ``[export]`` and ``[verify]`` settings."""
     repositories = verify_fields(verify)
-    return {"include_unvalidated": settings["include_unvalidated"],
+    return {"include_unvalidated": settings["include_unvalidated"], "build_images": settings["build_images"],
+            "image_prefix": settings["image_prefix"] or DEFAULT_PREFIX,
             **{name: repositories[name] for name in _REPOSITORY_FIELDS}}
 
 
@@ -82,6 +85,10 @@ class TmaxExportConfig:
     repo_search: tuple[Path, ...] = _default("repo_search")
     plain_dirs: bool = _default("plain_dirs")  # copy a non-git working directory (credentials left out)
     check: bool = True  # run each bundle (reward 0 on the seeds, 1 after the solution) before writing it
+    build_images: bool = _default("build_images")  # an image per environment, named in env_config.image
+    image_prefix: str = _default("image_prefix")  # REGISTRY/NAMESPACE of the built images
+    push: bool = False  # push each built image (needs image_prefix naming a registry)
+    engine: str | None = None  # podman or docker for the builds; None: the first installed
     env_name: str = "swerl_vanillux_sandbox"
     source: str = "logmine"
     agent_timeout_s: int = 600
@@ -104,6 +111,7 @@ class TmaxExportSummary:
     rejects: list[tuple[str, str]] = field(default_factory=list)  # (task_id, why) of bundles that did not reproduce
     not_exported: list[tuple[str, str]] = field(default_factory=list)  # (task_id, why): chosen, yet not written
     reproduced: int = 0  # bundles checked: reward 0 on the seeds, 1 after the solution
+    images: dict[str, bool] = field(default_factory=dict)  # --build-images: tag -> built now (False: reused)
     left_out_files: int = 0  # credential files kept out of the seeds
     redactions: Counter = field(default_factory=Counter)
     out: Path | None = None
@@ -116,6 +124,9 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
     ``config.store`` is opened. Raises :class:`ExportError` (:class:`NothingToExport` without tasks)."""
     if store is None and not (config.store / CATALOG).exists():
         raise ExportError(f"no logmine store at {config.store}")
+    builder = None  # checked before anything is written: no engine, a push without a registry
+    if config.build_images and not config.image:
+        builder = ImageBuilder(ImageOptions(config.image_prefix, config.push, config.engine))
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     summary, rows = TmaxExportSummary(out=config.out), []
     tasks_dir = config.out / "tasks"
@@ -138,7 +149,7 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
             try:
                 known = environment_of(store, task.task_id)  # what verify detected and built on
                 row, reason = _export_task(item, status, config, tasks_dir, redactor, summary,
-                                           Environment.from_row(known) if known else None)
+                                           Environment.from_row(known) if known else None, builder)
             except Exception as exc:  # one task's problem is its reason, never the export's end
                 shutil.rmtree(tasks_dir / task.task_id, ignore_errors=True)
                 row, reason = None, f"export failed: {type(exc).__name__}: {str(exc)[:200]}"
@@ -157,6 +168,7 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                     summary.not_exported.append((task.task_id, reason))
             if progress:
                 progress(done, len(tasks))
+    summary.images = dict(builder.tags) if builder else {}
     _write_outputs(config, rows, summary, redactor)
     summary.rows, summary.redactions = len(rows), redactor.counts
     return summary
@@ -164,9 +176,10 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
 
 def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConfig, tasks_dir: Path,
                  redactor: Redactor, summary: TmaxExportSummary,
-                 known: Environment | None = None) -> tuple[dict | None, str | None]:
+                 known: Environment | None = None, builder: ImageBuilder | None = None) -> tuple[dict | None, str | None]:
     """One task's row and bundle, or the reason it has none. ``known``: the environment verify
-    detected for it (detected here again when the task was never verified)."""
+    detected for it (detected here again when the task was never verified); ``builder``: build the
+    image the row names (``--build-images``)."""
     task = item.task
     validated = [c for c in item.candidates if status.get(c.verifier_id) == "validated"]
     candidates = validated or (item.candidates if config.include_unvalidated else [])
@@ -202,6 +215,13 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
                 shutil.rmtree(target, ignore_errors=True)
                 return None, checked.problem
             summary.reproduced += 1
+        if builder is not None:
+            try:
+                image = builder.image_for(env, target / "environment" / "seeds", Path(state.root).name) or image
+            except EnvironmentUnavailable as exc:
+                shutil.rmtree(target, ignore_errors=True)
+                return None, f"image not built: {exc}"
+        write_text(target / "image.txt", image + "\n", redactor)  # what the row names, for runners that read it
     instruction = USER_PROMPT.format(prompt=task.prompt, where="" if rel == "." else f"/{rel}")
     unvalidated = not validated
     summary.unvalidated += unvalidated
@@ -282,8 +302,17 @@ def _write_outputs(config: TmaxExportConfig, rows: list[dict], summary: TmaxExpo
     write_text(config.out / "README.md", _CARD.format(rows=len(rows), unvalidated=summary.unvalidated,
                                                       left_out=summary.left_out_files,
                                                       image=config.image or "built from each bundle's Dockerfile",
-                                                      env=config.env_name), redactor)
+                                                      env=config.env_name, images=_images_note(summary)), redactor)
 
+
+def _images_note(summary: TmaxExportSummary) -> str:
+    if summary.images:
+        tags = ", ".join(f"`{t}`" for t in sorted(summary.images))
+        return (f"- Images: built by `logmine export tmax --build-images` (one per environment: {tags});\n"
+                "  each row's `env_config.image` and its bundle's `image.txt` name the image that holds the task's\n"
+                "  dependencies (tasks with nothing to install name their base image). Push them where the\n"
+                "  trainer's engine can pull them, or run the export with `--image-prefix REGISTRY/NS --push`.\n")
+    return _IMAGES_TO_BUILD
 
 
 _CARD = """---
@@ -299,12 +328,14 @@ and passed after replaying the original work.
 
 - Environment: `env_name = {env}`, image `{image}`; the seeds become `/workspace`, `tests/` is put at
   `/tests` only at grading time, `tests/test.sh` writes 1 or 0 to `/logs/verifier/reward.txt`.
-- Images: `env_config.image` is the base image of each task's recipe (unless `--image` named a prebuilt
-  image), not an image holding the task's dependencies. A task that needs a `.venv`, `node_modules` or a toolchain passes only in the image
-  built from its `tasks/<task_id>/environment/Dockerfile`: build it (Harbor does; for open-instruct's
-  TMax environment, build and push it, then set `env_config.image` to that tag) before training.
-- Redaction: the workspace snapshots went through the same secret redaction as the logs, with the same
+{images}- Redaction: the workspace snapshots went through the same secret redaction as the logs, with the same
   pseudonyms (a secret in the code and in the task's prompt or tests has one replacement, so tests still pass);
   {left_out} credential files (`.env`, keys, cloud configs, `.git`) were left out.
 - Usage: see logmine's `docs/export-tmax.md` (open-instruct's TMax environment, Harbor).
+"""
+
+_IMAGES_TO_BUILD = """- Images: `env_config.image` is the base image of each task's recipe (unless `--image` named a prebuilt
+  image), not an image holding the task's dependencies. A task that needs a `.venv`, `node_modules` or a toolchain passes only in the image
+  built from its `tasks/<task_id>/environment/Dockerfile`: build it (Harbor does; for open-instruct's
+  TMax environment, build and push it, then set `env_config.image` to that tag) before training.
 """

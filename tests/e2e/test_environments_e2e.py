@@ -18,6 +18,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -189,3 +190,67 @@ def test_exported_bundles_build_with_podman_and_grade_0_then_1(gen, host_store, 
     finally:
         if tags:
             _podman("rmi", "-f", *tags, timeout=300)
+
+
+def _row_reward(image: str, bundle: Path, logs: Path, solve: bool) -> str:
+    """Run a row as open-instruct's TMax environment does: start ``env_config.image`` (nothing built),
+    make /workspace, /output and /logs/verifier, upload the seeds to /workspace, and only at submission
+    upload tests/ to /tests and run test.sh; ``solve``: the agent's work is the bundle's solution."""
+    logs.mkdir(parents=True)
+    name = f"logmine-row-{uuid.uuid4().hex[:12]}"
+    started = _podman("run", "-d", "--name", name, "--network", "none", image, "sleep", "infinity")
+    assert started.returncode == 0, started.stderr[-2000:]
+    try:
+        assert _podman("exec", name, "mkdir", "-p", "/workspace", "/output", "/logs/verifier").returncode == 0
+        assert _podman("cp", f"{bundle / 'environment' / 'seeds'}/.", f"{name}:/workspace/").returncode == 0
+        if solve:
+            assert _podman("cp", str(bundle / "solution"), f"{name}:/solution").returncode == 0
+            _podman("exec", "-w", "/workspace", name, "bash", "/solution/solve.sh")
+        assert _podman("cp", str(bundle / "tests"), f"{name}:/tests").returncode == 0
+        _podman("exec", name, "bash", "/tests/test.sh")
+        assert _podman("cp", f"{name}:/logs/verifier/.", str(logs)).returncode == 0
+    finally:
+        _podman("rm", "-f", name, timeout=120)
+    reward = logs / "reward.txt"
+    assert reward.is_file(), sorted(p.name for p in logs.iterdir())
+    return reward.read_text().strip()
+
+
+@pytest.mark.slow(3)  # minutes: builds an image per scenario
+def test_rows_with_built_images_grade_0_then_1_as_open_instruct_runs_them(gen, host_store, cache, tmp_path):
+    """``export tmax --build-images``: the row's ``env_config.image`` holds the task's ``.venv`` /
+    ``node_modules``, so the row passes where open-instruct starts it (the image, the seeds uploaded,
+    no Dockerfile built); the image also saves to an OCI archive."""
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+    why = _podman_ready()
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "out"
+    prefix = f"localhost/logmine-e2e-{uuid.uuid4().hex[:8]}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LOGMINE_CACHE", str(cache))
+        mp.setenv("PATH", gen.path)
+        summary = export_tmax(TmaxExportConfig(store=host_store, out=out, build_images=True, image_prefix=prefix,
+                                               engine="podman"))
+    try:
+        assert summary.rows == es.TASKS[gen.name] and summary.reproduced == summary.rows, summary
+        rows = pq.read_table(out / "data").to_pylist()
+        for row in rows:
+            image, bundle = row["env_config"]["image"], out / "tasks" / row["ground_truth"]
+            assert (bundle / "image.txt").read_text() == image + "\n"
+            if es.IGNORED[gen.name]:  # something to install: the row names a built image
+                assert image.startswith(prefix + "/") and image in summary.images, (image, summary.images)
+            assert _row_reward(image, bundle, tmp_path / bundle.name / "start", solve=False) == "0"
+            assert _row_reward(image, bundle, tmp_path / bundle.name / "solved", solve=True) == "1", \
+                (tmp_path / bundle.name / "solved" / "check-output.txt").read_text()[-2000:]
+        for tag in summary.images:
+            archive = tmp_path / "image.tar"
+            saved = _podman("save", "--format", "oci-archive", "-o", str(archive), tag)
+            assert saved.returncode == 0 and archive.stat().st_size > 0, saved.stderr[-2000:]
+            archive.unlink()
+        assert "built by `logmine export tmax --build-images`" in (out / "README.md").read_text() \
+            or not summary.images
+    finally:
+        if summary.images:
+            _podman("rmi", "-f", *summary.images, timeout=300)

@@ -82,6 +82,7 @@ def test_bundle_layout_and_redaction(exported):
     with tarfile.open(out / "task-data.tar.gz") as tar:
         assert f"{task_id}/tests/test.sh" in tar.getnames()
     assert summary.left_out_files >= 2  # .env and .git
+    assert (bundle / "image.txt").read_text() == "python:3.11-slim\n"  # the row's image, for runners reading it
     card = (out / "README.md").read_text()  # the row's image is a base: the card says to build the Dockerfile
     assert "passes only in the image built from its `tasks/<task_id>/environment/Dockerfile`" in " ".join(card.split())
     caches = [p for p in seeds.rglob("*") if p.name in ("__pycache__", ".pytest_cache") or p.suffix == ".pyc"]
@@ -144,3 +145,19 @@ def test_a_verified_task_is_exported_on_the_environment_verify_detected(exported
     dockerfile = "environment/Dockerfile"
     assert (tmp_path / "again/tasks" / task_id / dockerfile).read_text() == \
         (out / "tasks" / task_id / dockerfile).read_text()
+
+
+def test_build_images_refuses_what_cannot_work(exported, tmp_path, monkeypatch):
+    from logmine.export.images import ImageBuilder, ImageError, ImageOptions, _image_name
+
+    out, _ = exported
+    store = out.parent / "store"
+    with pytest.raises(ImageError, match="--push needs --image-prefix"):
+        export_tmax(TmaxExportConfig(store=store, out=tmp_path / "a", build_images=True, push=True))
+    with pytest.raises(ImageError, match="invalid --image-prefix"):
+        ImageBuilder(ImageOptions(prefix="Registry Host/ns"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # neither podman nor docker
+    with pytest.raises(ImageError, match="needs podman or docker"):
+        export_tmax(TmaxExportConfig(store=store, out=tmp_path / "b", build_images=True))
+    assert not (tmp_path / "b").exists()
+    assert _image_name("My Project (copy)") == "my-project-copy" and _image_name("...") == "task"
