@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1] / "logmine"
 LAYERS: dict[str, int] = {
     "errors": 0, "locations": 0,
     "patch": 1, "redact": 1, "demo": 1, "config": 1, "commandline": 1, "executor": 1, "protocol": 1,
+    "testresults": 1,
     "store": 2, "sandbox": 2, "pipeline": 2,
     "ingest": 3,
     "segment": 4, "environment": 4,

@@ -4,7 +4,9 @@
   tokenizer the token-level form with ActObs weights (:mod:`~logmine.export.trajectory` builds the
   conversation, :mod:`~logmine.export.render` tokenizes and weights it);
 - ``export tmax`` (:mod:`logmine.export.tmax`): RL rows with runnable task bundles
-  (:mod:`~logmine.export.bundle`).
+  (:mod:`~logmine.export.bundle`);
+- ``export atif`` (:mod:`logmine.export.atif`): one Harbor ATIF trajectory per task, from the same
+  conversation as ``export sft``.
 
 Import from the modules: the package imports nothing, so one exporter does not pull in the others
 (or transformers).

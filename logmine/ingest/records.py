@@ -251,6 +251,41 @@ def ghost_fields(payload) -> tuple[str | None, list[str] | None]:
     return (commit if isinstance(commit, str) else None), untracked
 
 
+@dataclass(frozen=True, slots=True)
+class TokenUsage:
+    """Tokens a Codex thread has used so far, as Codex counts them: ``input`` includes
+    ``cached_input``, ``output`` includes ``reasoning_output``."""
+
+    input: int = 0
+    cached_input: int = 0
+    output: int = 0
+    reasoning_output: int = 0
+
+    def __sub__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(self.input - other.input, self.cached_input - other.cached_input,
+                          self.output - other.output, self.reasoning_output - other.reasoning_output)
+
+
+def thread_token_usage(raw: str | None) -> TokenUsage | None:
+    """The running total in a ``token_usage`` event's source line (``raw``): a ``token_count``
+    event's ``info.total_token_usage``, or a ``token_usage_record``'s ``thread_token_usage``. None
+    when the line holds no total (``info: null``, a rate-limit update) or is not JSON."""
+    try:
+        line = orjson.loads(raw) if raw else None
+    except orjson.JSONDecodeError:
+        return None
+    payload = line.get("payload", line) if isinstance(line, dict) else None
+    if not isinstance(payload, dict):
+        return None
+    info = payload.get("info")
+    total = info.get("total_token_usage") if isinstance(info, dict) else payload.get("thread_token_usage")
+    if not isinstance(total, dict):
+        return None
+    counts = [total.get(name) for name in ("input_tokens", "cached_input_tokens", "output_tokens",
+                                           "reasoning_output_tokens")]
+    return TokenUsage(*(n if isinstance(n, int) and not isinstance(n, bool) else 0 for n in counts))
+
+
 def parse_ts(value) -> datetime | None:
     """An ISO timestamp (a zone-less one is UTC), else None."""
     if not isinstance(value, str):

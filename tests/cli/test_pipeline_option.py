@@ -24,7 +24,8 @@ from logmine.pipeline import load_pipeline
 from logmine.verify.run import VerifyConfig
 
 runner = CliRunner()
-STAGES = [["ingest"], ["segment"], ["verify"], ["export", "sft"], ["export", "tmax"], ["run"]]
+STAGES = [["ingest"], ["segment"], ["verify"], ["export", "sft"], ["export", "tmax"], ["export", "atif"],
+          ["run"]]
 
 
 def _pipeline(path: Path, text: str) -> Path:

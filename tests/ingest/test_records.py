@@ -9,7 +9,7 @@ from dataclasses import fields
 import pytest
 from conftest import FIXTURES, query
 
-from logmine.ingest.records import Event
+from logmine.ingest.records import Event, TokenUsage, thread_token_usage
 from logmine.patch import FileOp
 from logmine.store.tables import EVENTS
 
@@ -90,3 +90,17 @@ def test_a_ghost_snapshot_of_an_older_part_is_read_from_its_raw_line():
 def test_the_record_has_a_field_for_every_column_of_the_table():
     # from_row keeps the table's columns: one the record lacked would fail every `SELECT *` reader
     assert {f.name for f in fields(Event)} - {"args"} == set(EVENTS.names)
+
+
+def test_a_token_count_line_gives_the_threads_running_total():
+    total = {"input_tokens": 900, "cached_input_tokens": 400, "output_tokens": 60, "reasoning_output_tokens": 20}
+    g2 = {"type": "event_msg", "payload": {"type": "token_count", "info": {
+        "total_token_usage": total, "last_token_usage": {**total, "input_tokens": 1}}}}
+    record = {"type": "token_usage_record", "payload": {"usage": {"input_tokens": 1},
+                                                        "thread_token_usage": {**total, "output_tokens": 61}}}
+    assert thread_token_usage(json.dumps(g2)) == TokenUsage(900, 400, 60, 20)
+    assert thread_token_usage(json.dumps(record)) == TokenUsage(900, 400, 61, 20)
+    assert TokenUsage(900, 400, 60, 20) - TokenUsage(100, 50, 10, 0) == TokenUsage(800, 350, 50, 20)
+    rate_limits_only = {"type": "event_msg", "payload": {"type": "token_count", "info": None}}
+    for raw in (json.dumps(rate_limits_only), None, "", "not json", "[1]"):
+        assert thread_token_usage(raw) is None
