@@ -44,6 +44,9 @@ SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
 _REJECTED = ("solution incomplete", "does not reproduce", "bundle check could not run")
 _NOT_CHOSEN = ("no validated verifier", "no verifier candidate")  # never meant for the export
 _KIND_RANK = {"test_command": 0, "check_command": 1, "file_diff": 2}
+# each verifier's verdict, and the tests it rests on when verify graded it by test
+_VERDICTS_SQL = """SELECT verifier_id, status, test_runner, graded_by, tests_fail_to_pass, tests_pass_to_pass
+FROM verifiers WHERE task_id = ? AND seg_gen = ?"""
 
 ROW_SCHEMA = pa.schema([
     ("messages", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
@@ -142,10 +145,8 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
         calls: dict[str, dict] = {}
         for done, task in enumerate(tasks, 1):
             item = load_task(store, task, calls)
-            statuses = fetch_dicts(store.con.execute(
-                "SELECT verifier_id, status FROM verifiers WHERE task_id = ? AND seg_gen = ?",
-                [task.task_id, task.seg_gen]))
-            status = {s["verifier_id"]: s["status"] for s in statuses}
+            status = {s["verifier_id"]: s for s in fetch_dicts(store.con.execute(_VERDICTS_SQL,
+                                                                                [task.task_id, task.seg_gen]))}
             try:
                 known = environment_of(store, task.task_id)  # what verify detected and built on
                 row, reason = _export_task(item, status, config, tasks_dir, redactor, summary,
@@ -174,14 +175,14 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
     return summary
 
 
-def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConfig, tasks_dir: Path,
+def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportConfig, tasks_dir: Path,
                  redactor: Redactor, summary: TmaxExportSummary,
                  known: Environment | None = None, builder: ImageBuilder | None = None) -> tuple[dict | None, str | None]:
     """One task's row and bundle, or the reason it has none. ``known``: the environment verify
     detected for it (detected here again when the task was never verified); ``builder``: build the
     image the row names (``--build-images``)."""
     task = item.task
-    validated = [c for c in item.candidates if status.get(c.verifier_id) == "validated"]
+    validated = [c for c in item.candidates if status.get(c.verifier_id, {}).get("status") == "validated"]
     candidates = validated or (item.candidates if config.include_unvalidated else [])
     if not candidates:
         return None, "no validated verifier" if item.candidates else "no verifier candidate"
@@ -208,7 +209,7 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
         env = known or detect(state.path, commands, state.root)
         dockerfile, image = _dockerfile(env, state.path, config.image)
         _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor,
-                      state.root)
+                      state.root, _by_test(status.get(verifier.verifier_id)))
         if config.check:
             checked = check_bundle(target, env, state.live, left_out=left_out, commands=[c for c, _ in commands])
             if checked.problem:
@@ -235,6 +236,14 @@ def _export_task(item: TaskInput, status: dict[str, str], config: TmaxExportConf
     return row, None
 
 
+def _by_test(verdict: dict | None) -> bundle.ByTest | None:
+    """The tests a verifier's bundle is graded on, when verify graded it by test."""
+    if not verdict or verdict.get("graded_by") != "tests" or not verdict.get("tests_fail_to_pass"):
+        return None
+    return bundle.ByTest(verdict["test_runner"], tuple(verdict["tests_fail_to_pass"]),
+                         tuple(verdict["tests_pass_to_pass"] or ()))
+
+
 def _dockerfile(env: Environment, tree: Path, image: str | None) -> tuple[str, str]:
     """The bundle's Dockerfile and the image the row names: the install recipe on its base image,
     the language's base image with the seeds when there is nothing to install, or ``image`` as it is."""
@@ -250,12 +259,14 @@ def _dockerfile(env: Environment, tree: Path, image: str | None) -> tuple[str, s
 
 def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
                   end: dict[str, str | None], config: TmaxExportConfig, task: Task, dockerfile: str,
-                  redactor: Redactor, root: str) -> None:
+                  redactor: Redactor, root: str, by_test: bundle.ByTest | None = None) -> None:
+    test_sh, grading = bundle.test_sh(verifier, rel, root, by_test)
     files = {
         "instruction.md": instruction.rstrip("\n") + "\n",  # the task text only: TMax's environment wraps it
         "task.toml": _task_toml(config, task, verifier),
         "environment/Dockerfile": dockerfile,
-        "tests/test.sh": bundle.test_sh(verifier, rel, root),
+        "tests/test.sh": test_sh,
+        **grading,
         "solution/solve.sh": solve,
     }
     if verifier.kind == "file_diff":

@@ -180,7 +180,8 @@ FROM joined
 VERIFIERS_VIEW = """
 CREATE OR REPLACE VIEW verifiers AS
 SELECT v.*, r.status, r.status_reason, r.before_passed, r.after_passed, r.before_exit_code, r.after_exit_code,
-       r.before_s, r.after_s, r.before_excerpt, r.after_excerpt, r.env_mode, r.env_reason
+       r.before_s, r.after_s, r.before_excerpt, r.after_excerpt, r.env_mode, r.env_reason,
+       r.test_runner, r.graded_by, r.tests_fail_to_pass, r.tests_pass_to_pass
 FROM _verifiers_raw v LEFT JOIN verifications r ON r.verifier_id = v.verifier_id AND r.seg_gen = v.seg_gen
 """
 

@@ -138,6 +138,8 @@ VERIFIERS = pa.schema(
 
 # -- verify ----------------------------------------------------------------------------------------
 
+TEST_OUTCOMES = pa.list_(pa.struct([("test_id", pa.string()), ("status", pa.string()), ("duration_s", pa.float64())]))
+
 VERIFICATIONS = pa.schema(
     [
         ("verifier_id", pa.string()),
@@ -155,6 +157,12 @@ VERIFICATIONS = pa.schema(
         ("after_excerpt", pa.string()),
         ("env_mode", pa.string()),  # how the task's environment was provided: host | built | none
         ("env_reason", pa.string()),  # why that way (or why none could be)
+        ("test_runner", pa.string()),  # the runner that reported each test (pytest, vitest, ...), or null
+        ("before_tests", TEST_OUTCOMES),  # each test's outcome on the start state (null: not reported)
+        ("after_tests", TEST_OUTCOMES),  # and after the replay
+        ("tests_fail_to_pass", pa.list_(pa.string())),  # tests failing (or absent) at the start that pass after
+        ("tests_pass_to_pass", pa.list_(pa.string())),  # tests passing at the start that still pass after
+        ("graded_by", pa.string()),  # tests | exit_code | files: what the verdict rests on
         ("node", pa.string()),  # the executor's node that verified the task (docs/distributed.md)
         ("worker", pa.string()),  # and its worker there
         ("verify_gen", pa.int64()),

@@ -2,7 +2,9 @@
 
 - ``test_command`` / ``check_command``: the command, run fresh in the candidate's workdir, must exit
   0. A test candidate's hidden test files are written in from their recorded content first, so
-  whatever the agent did to them does not count.
+  whatever the agent did to them does not count. Where logmine knows the runner, the command also
+  reports each test (:mod:`.per_test`): the grade carries those outcomes, from which the verification
+  derives FAIL_TO_PASS and PASS_TO_PASS.
 - ``file_diff`` ``exact``: every file has its expected end-of-task content (a deleted file is absent).
 - ``file_diff`` ``hunks``: every line the task added is present, every line it removed is absent
   (beyond the copies the end-of-task text keeps elsewhere in the file, when that text is known).
@@ -21,6 +23,8 @@ from pathlib import Path
 
 from logmine.redact import redact_text
 from logmine.segment.records import Candidate
+from logmine.testresults import TestReport
+from logmine.verify.per_test import run_tests
 from logmine.workspace import read_inside, within
 
 EXCERPT = 600
@@ -32,6 +36,8 @@ class Grade:
     exit_code: int | None = None
     seconds: float = 0.0
     excerpt: str = ""
+    runner: str | None = None  # the test runner that reported each test (None: graded by exit code only)
+    tests: TestReport | None = None
 
 
 def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | None]) -> Grade:
@@ -51,13 +57,14 @@ def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | Non
     if not (Path(sandbox.workspace) / os.path.relpath(workdir, sandbox.mount_at)).is_dir():
         # the session's shell started there; in this tree it does not exist (yet): the command fails
         return Grade(False, 1, 0.0, f"cd: {workdir}: no such directory in this tree")
-    result = sandbox.run(candidate.command, cwd=workdir)
+    run = run_tests(sandbox, candidate.command, workdir)
+    result = run.result
     # redact the whole output, then cut: a cut first could leave half a secret no rule recognises
     excerpt = redact_text(result.output[-EXCERPT * 8:])[-EXCERPT:]
     if result.unscored:
         reason = result.error or f"grader timed out after {result.duration_s:.0f} s"
         return Grade(None, result.exit_code, result.duration_s, f"{reason}\n{excerpt}".strip())
-    return Grade(result.exit_code == 0, result.exit_code, result.duration_s, excerpt)
+    return Grade(result.exit_code == 0, result.exit_code, result.duration_s, excerpt, run.runner, run.report)
 
 
 def _file_diff(workspace: Path, mount_at: str, candidate: Candidate, cwd: str,

@@ -22,6 +22,7 @@ from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 from logmine.segment.records import Candidate, TaskInput
+from logmine.testresults import TestReport, fail_to_pass, pass_to_pass
 from logmine.verify.environment import EnvironmentRecord, modes_to_try
 from logmine.verify.grade import Grade, grade
 from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
@@ -256,7 +257,30 @@ def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, pr
         "before_s": before.seconds, "after_s": after.seconds,
         "before_excerpt": before.excerpt, "after_excerpt": after.excerpt,
         "env_mode": provided.mode, "env_reason": provided.reason,
+        **_by_test(candidate, before, after),
     }
+
+
+def _by_test(candidate: Candidate, before: Grade, after: Grade) -> dict:
+    """The per-test columns: each run's outcomes, FAIL_TO_PASS and PASS_TO_PASS, and what the
+    verdict rests on (``tests`` when both runs reported their tests and at least one flipped)."""
+    if candidate.kind == "file_diff":
+        return {"graded_by": "files"}
+    columns = {"test_runner": after.runner or before.runner, "before_tests": _outcomes(before.tests),
+               "after_tests": _outcomes(after.tests), "graded_by": "exit_code"}
+    if before.tests is not None and after.tests is not None:
+        flipped = fail_to_pass(before.tests, after.tests)
+        columns |= {"tests_fail_to_pass": list(flipped),
+                    "tests_pass_to_pass": list(pass_to_pass(before.tests, after.tests))}
+        if flipped:
+            columns["graded_by"] = "tests"
+    return columns
+
+
+def _outcomes(report: TestReport | None) -> list[dict] | None:
+    if report is None:
+        return None
+    return [{"test_id": o.test_id, "status": o.status, "duration_s": o.duration_s} for o in report.by_id().values()]
 
 
 def _all(item: TaskInput, status: str, reason: str, rebuilt: bool, provided: Provided | None = None) -> TaskOutcome:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tarfile
@@ -101,7 +102,7 @@ def _reward(box, bundle: Path, solve: bool) -> str:
                      "> /workspace/.logs/test-stdout.txt 2>&1")
     logs = Path(box.workspace) / ".logs"
     assert result.exit_code == 0, (logs / "test-stdout.txt").read_text()
-    assert (logs / "test-stdout.txt").read_text() == (logs / "check-output.txt").read_text() != ""
+    assert (logs / "test-stdout.txt").read_text().startswith((logs / "check-output.txt").read_text() or "?")
     return (logs / "reward.txt").read_text().strip()
 
 
@@ -113,6 +114,23 @@ def test_bundle_rewards_zero_at_start_and_one_after_solve(exported):
         assert _reward(box, bundle, solve=False) == "0"
     with open_sandbox(bundle / "environment/seeds", mount_at="/workspace") as box:
         assert _reward(box, bundle, solve=True) == "1"
+
+
+def test_a_solution_that_deletes_the_failing_test_gets_reward_zero(exported):
+    """verify graded the task by test: the bundle's grader wants test_add to pass, not just exit 0."""
+    out, _ = exported
+    task_id = pq.read_table(out / "data/train-00000-of-00001.parquet").column("ground_truth")[0].as_py()
+    bundle = out / "tasks" / task_id
+    spec = json.loads((bundle / "tests/tests.json").read_text())
+    assert spec["runner"] == "unittest" and spec["fail_to_pass"] == ["test_calc.T.test_add"]
+    skip = "import unittest\n\n\nclass T(unittest.TestCase):\n    @unittest.skip('later')\n    def test_add(self):\n        pass\n"
+    for cheat, why in ((f"rm test_calc.py && {TESTS}", "the test run reported no test"),
+                       (f"printf %s {shlex.quote(skip)} > test_calc.py && {TESTS}", "not passing: test_calc.T.test_add")):
+        with open_sandbox(bundle / "environment/seeds", mount_at="/workspace") as box:
+            # Python 3.11's unittest exits 0 when no test ran or all were skipped: by exit code, a pass
+            assert box.run(cheat, cwd="/workspace").exit_code == 0
+            assert _reward(box, bundle, solve=False) == "0"
+            assert why in (Path(box.workspace) / ".logs/grade.txt").read_text()
 
 
 HARBOR = Path(os.environ.get("LOGMINE_HARBOR", Path(__file__).parents[2] / ".ci/harbor-venv/bin/harbor"))

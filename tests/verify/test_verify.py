@@ -57,6 +57,15 @@ def test_validated_fails_after_and_passes_at_start(tmp_path):
     row = query(store, "SELECT * FROM verifiers WHERE status = 'validated' AND kind = 'test_command'")[0]
     assert row["before_exit_code"] == 1 and row["after_exit_code"] == 0 and not row["before_passed"]
     assert "FAILED" in row["before_excerpt"]
+    # unittest reported each test: the verdict rests on the test that flipped, not on the exit code
+    assert row["test_runner"] == "unittest" and row["graded_by"] == "tests"
+    assert row["tests_fail_to_pass"] == ["test_calc.T.test_add"] and row["tests_pass_to_pass"] == []
+    (after,) = query(store, "SELECT before_tests, after_tests FROM verifications WHERE verifier_id = ?",
+                     [row["verifier_id"]])
+    assert [(t["test_id"], t["status"]) for t in after["before_tests"]] == [("test_calc.T.test_add", "failed")]
+    assert [(t["test_id"], t["status"]) for t in after["after_tests"]] == [("test_calc.T.test_add", "passed")]
+    diff = query(store, "SELECT graded_by, tests_fail_to_pass FROM verifiers WHERE status = 'validated' AND kind = 'file_diff'")
+    assert {(r["graded_by"], r["tests_fail_to_pass"]) for r in diff} == {("files", None)}
     from logmine.verify import VerifyConfig, verify
 
     assert verify(VerifyConfig(store=store)).tasks == 0  # resumable: nothing left to do
