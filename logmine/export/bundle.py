@@ -143,7 +143,7 @@ def test_sh(verifier: Candidate, rel: str, root: str | None = None,
     if verifier.kind == "file_diff":
         check = 'python3 "$TESTS_DIR/grade_files.py" "$TESTS_DIR/expected.json"'
         return _TEST_SH.format(rel=rel, grade=_BY_EXIT_CODE.format(check=check)), {}
-    command = verifier.command
+    command = verifier.command or ""
     if root and root != "/":
         command = command.replace(root.rstrip("/"), "$WORKSPACE")
         if verifier.workdir and within(verifier.workdir, root):

@@ -33,7 +33,7 @@ def card(config: SftExportConfig, summary: SftExportSummary, renderer: Renderer 
     counts = [("tasks in the store", summary.tasks), ("examples (`data/`)", summary.examples),
               ("token examples (`tokens/`)", summary.token_examples if renderer else "not written"),
               ("duplicates exported once", summary.duplicates), ("sessions", summary.sessions)]
-    settings = [("min verifier", config.min_verifier), ("tools", config.tools), ("reasoning", config.reasoning),
+    settings: list[tuple[str, object]] = [("min verifier", config.min_verifier), ("tools", config.tools), ("reasoning", config.reasoning),
                 ("max characters", config.max_chars), ("max tokens", config.max_tokens),
                 ("deduplicated", config.dedupe)]
     if renderer:

@@ -53,11 +53,11 @@ def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | Non
     if hidden:
         rel = os.path.relpath(cwd, sandbox.mount_at)
         sandbox.install_files({os.path.normpath(os.path.join(rel, path)): text for path, text in hidden.items()})
-    workdir = candidate.workdir if within(candidate.workdir, sandbox.mount_at) else cwd  # outside: not here
+    workdir = candidate.workdir if candidate.workdir and within(candidate.workdir, sandbox.mount_at) else cwd
     if not (Path(sandbox.workspace) / os.path.relpath(workdir, sandbox.mount_at)).is_dir():
         # the session's shell started there; in this tree it does not exist (yet): the command fails
         return Grade(False, 1, 0.0, f"cd: {workdir}: no such directory in this tree")
-    run = run_tests(sandbox, candidate.command, workdir)
+    run = run_tests(sandbox, candidate.command or "", workdir)
     result = run.result
     # redact the whole output, then cut: a cut first could leave half a secret no rule recognises
     excerpt = redact_text(result.output[-EXCERPT * 8:])[-EXCERPT:]

@@ -266,7 +266,7 @@ def _by_test(candidate: Candidate, before: Grade, after: Grade) -> dict:
     verdict rests on (``tests`` when both runs reported their tests and at least one flipped)."""
     if candidate.kind == "file_diff":
         return {"graded_by": "files"}
-    columns = {"test_runner": after.runner or before.runner, "before_tests": _outcomes(before.tests),
+    columns: dict[str, object] = {"test_runner": after.runner or before.runner, "before_tests": _outcomes(before.tests),
                "after_tests": _outcomes(after.tests), "graded_by": "exit_code"}
     if before.tests is not None and after.tests is not None:
         flipped = fail_to_pass(before.tests, after.tests)
