@@ -18,7 +18,6 @@ The directory is written next to ``OUT`` and moved into place at the end, as ``e
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -37,6 +36,7 @@ import orjson
 
 from logmine import __version__
 from logmine.errors import LogmineError
+from logmine.export.outdir import markdown_table, move_into_place
 from logmine.export.trajectory import (
     EVENT_COLUMNS,
     REASONING_MODES,
@@ -151,7 +151,7 @@ def export_atif(config: AtifExportConfig, progress: Callable[[int, int], None] |
         summary.redactions = writer.redactor.counts
         summary.elapsed_s = time.monotonic() - started
         write_text(staging / "README.md", _card(config, summary), writer.redactor)
-        _move_into_place(staging, config.out)
+        move_into_place(staging, config.out)
     except OSError as exc:
         raise AtifExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
     finally:
@@ -363,24 +363,6 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def _move_into_place(staging: Path, out: Path) -> None:
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-        staging.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out)
-
-
-def _table(header: str, rows) -> str:
-    rows = list(rows)
-    if not rows:
-        return f"{header.strip('| ').split(' |')[0]}: none\n"
-    cells = ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |\n" for row in rows]
-    return header + "\n" + "|---" * (header.count("|") - 1) + "|\n" + "".join(cells)
-
-
 def _card(config: AtifExportConfig, summary: AtifExportSummary) -> str:
     """The README.md of the export: counts, settings, sources, mapping, redaction, usage."""
     counts = [("tasks in the store", summary.tasks), ("trajectories (`trajectories/`)", summary.trajectories),
@@ -390,11 +372,11 @@ def _card(config: AtifExportConfig, summary: AtifExportSummary) -> str:
         "# logmine ATIF export\n\nCoding-agent sessions (OpenAI Codex CLI) exported by `logmine export atif`: one "
         f"trajectory per task (a user request and the work it caused) in Harbor's Agent Trajectory Interchange "
         f"Format, `{SCHEMA_VERSION}`.\n",
-        "## Counts\n\n" + _table("| | |", counts),
-        "### Tasks not exported\n\n" + _table("| reason | tasks |", summary.dropped.most_common()),
-        "### Left out of exported trajectories\n\n" + _table("| what | count |", summary.left_out.most_common()),
-        "## Settings\n\n" + _table("| | |", [("tools", config.tools), ("reasoning", config.reasoning)]),
-        "## Sources\n\n" + _table("| format | Codex CLI | model | sessions |", sources),
+        "## Counts\n\n" + markdown_table("| | |", counts),
+        "### Tasks not exported\n\n" + markdown_table("| reason | tasks |", summary.dropped.most_common()),
+        "### Left out of exported trajectories\n\n" + markdown_table("| what | count |", summary.left_out.most_common()),
+        "## Settings\n\n" + markdown_table("| | |", [("tools", config.tools), ("reasoning", config.reasoning)]),
+        "## Sources\n\n" + markdown_table("| format | Codex CLI | model | sessions |", sources),
         _MAPPING_DOC, _REDACTION_DOC, _USAGE_DOC])
 
 

@@ -15,7 +15,6 @@ into place at the end: an interrupted export leaves no partial dataset.
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -32,6 +31,7 @@ import orjson
 import pyarrow as pa
 
 from logmine.errors import LogmineError
+from logmine.export.outdir import move_into_place
 from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, Renderer, load_tokenizer
 from logmine.export.sft_card import card
 from logmine.export.trajectory import (
@@ -197,7 +197,7 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
         write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet", data.redactor)
         summary.elapsed_s = time.monotonic() - started
         write_text(staging / "README.md", card(config, summary, renderer), data.redactor)
-        _move_into_place(staging, config)
+        move_into_place(staging, config.out)
     except OSError as exc:
         raise SftExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
     finally:
@@ -381,17 +381,3 @@ def token_table(rows: list[tuple]) -> pa.Table:
         lists(pa.array(weights, pa.float32())), lists(source), lists(pa.array((codes == ACTION).astype(np.int8))),
         pa.array(lengths.astype(np.int32)), pa.array(counts[ACTION]), pa.array(counts[OBSERVATION])],
         schema=TOKENS)
-
-
-def _move_into_place(staging: Path, config: SftExportConfig) -> None:
-    out = config.out
-    try:
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
-    except OSError as exc:
-        raise SftExportError(f"cannot write {out}: {exc.strerror}") from exc

@@ -8,19 +8,12 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from logmine.export.outdir import markdown_table
 from logmine.export.render import SOURCES
 
 if TYPE_CHECKING:
     from logmine.export.render import Renderer
     from logmine.export.sft import SftExportConfig, SftExportSummary
-
-
-def _table(header: str, rows) -> str:
-    rows = list(rows)
-    if not rows:
-        return f"{header.strip('| ').split(' |')[0]}: none\n"
-    cells = ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |\n" for row in rows]
-    return header + "\n" + "|---" * (header.count("|") - 1) + "|\n" + "".join(cells)
 
 
 def card(config: SftExportConfig, summary: SftExportSummary, renderer: Renderer | None) -> str:
@@ -45,16 +38,16 @@ def card(config: SftExportConfig, summary: SftExportSummary, renderer: Renderer 
     parts = ["\n".join(yaml),
              "# logmine SFT export\n\nCoding-agent sessions (OpenAI Codex CLI) exported by `logmine export sft`: one "
              "example per task (a user request and the work it caused) as an OpenAI-style chat with tool calls.\n",
-             "## Counts\n\n" + _table("| | |", counts),
-             "### Tasks not exported\n\n" + _table("| reason | tasks |", summary.dropped.most_common()),
-             "### Left out of exported conversations\n\n" + _table("| what | count |", summary.left_out.most_common()),
-             "## Settings\n\n" + _table("| | |", settings) + f"\nSystem prompt: {config.system_prompt!r}\n"]
+             "## Counts\n\n" + markdown_table("| | |", counts),
+             "### Tasks not exported\n\n" + markdown_table("| reason | tasks |", summary.dropped.most_common()),
+             "### Left out of exported conversations\n\n" + markdown_table("| what | count |", summary.left_out.most_common()),
+             "## Settings\n\n" + markdown_table("| | |", settings) + f"\nSystem prompt: {config.system_prompt!r}\n"]
     if renderer:
-        parts.append("### Token-level form\n\n" + _table("| source | tokens |", [(s, summary.tokens[s]) for s in SOURCES])
-                     + "\n" + _table("| not prefix-stable (conversations) | count |", summary.unstable.most_common())
-                     + "\n" + _table("| split turns left out | count |", summary.turns_dropped.most_common()))
+        parts.append("### Token-level form\n\n" + markdown_table("| source | tokens |", [(s, summary.tokens[s]) for s in SOURCES])
+                     + "\n" + markdown_table("| not prefix-stable (conversations) | count |", summary.unstable.most_common())
+                     + "\n" + markdown_table("| split turns left out | count |", summary.turns_dropped.most_common()))
     parts += [_SCHEMA_DOC, _LOSS_DOC if renderer else "",
-              "## Sources\n\n" + _table("| format | Codex CLI | model | sessions |", summary.sources),
+              "## Sources\n\n" + markdown_table("| format | Codex CLI | model | sessions |", summary.sources),
               _REDACTION_DOC, _usage(summary, renderer)]
     return "\n".join(p for p in parts if p)
 
