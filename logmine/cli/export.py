@@ -1,5 +1,5 @@
-"""``logmine export tmax``, ``logmine export sft`` and ``logmine export atif``: tasks as RL rows with task
-bundles, SFT data, or Harbor ATIF trajectories."""
+"""``logmine export tmax``, ``logmine export swe``, ``logmine export sft`` and ``logmine export atif``: tasks
+as RL rows with task bundles, SWE-bench-style instances, SFT data, or Harbor ATIF trajectories."""
 
 from __future__ import annotations
 
@@ -26,11 +26,13 @@ from logmine.cli.options import (
 from logmine.cli.output import counting_progress, out
 from logmine.export.atif import AtifExportConfig, export_atif
 from logmine.export.sft import SftExportConfig, export_sft
+from logmine.export.swe import SweExportConfig, export_swe
 from logmine.export.tmax import TmaxExportConfig, export_tmax
 from logmine.pipeline import load_pipeline
 
 export_app = typer.Typer(
-    help="Export tasks as training data: TMax RL rows with task bundles, SFT data, or ATIF trajectories.",
+    help="Export tasks as training data: TMax RL rows with task bundles, SWE-bench-style instances, SFT data, "
+         "or ATIF trajectories.",
     no_args_is_help=True)
 app.add_typer(export_app, name="export")
 _SHOWN_REASONS = 5  # tasks listed under each reason a task was not exported
@@ -100,17 +102,68 @@ def export_tmax_cmd(
               highlight=False)
     for task_id, reason in summary.rejects:
         out.print(f"  rejected {task_id}: {reason}", highlight=False, soft_wrap=True)
-    for reason, n in summary.skipped.most_common():
-        out.print(f"  skipped {n} task(s): {reason}", highlight=False, soft_wrap=True)
-        why = [(t, r) for t, r in summary.not_exported if r.split(":")[0] == reason and r != reason]
-        for task_id, full in why[:_SHOWN_REASONS]:  # the whole reason names the flag that fixes it
-            out.print(f"    {task_id}: {full}", highlight=False, soft_wrap=True)
-        if len(why) > _SHOWN_REASONS:
-            out.print(f"    … and {len(why) - _SHOWN_REASONS} more (--json lists every one)", highlight=False)
+    _print_not_exported(summary.skipped, summary.not_exported)
     for tag, built in summary.images.items():
         out.print(f"  image {tag} ({'built' if built else 'reused'})", highlight=False, soft_wrap=True)
     out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "
               f"redactions: {sum(summary.redactions.values())}", highlight=False)
+
+
+def _print_not_exported(skipped, not_exported: list[tuple[str, str]]) -> None:
+    """Each reason tasks were skipped for, with the tasks it stopped (the whole reason names the fix)."""
+    for reason, n in skipped.most_common():
+        out.print(f"  skipped {n} task(s): {reason}", highlight=False, soft_wrap=True)
+        why = [(t, r) for t, r in not_exported if r.split(":")[0] == reason and r != reason]
+        for task_id, full in why[:_SHOWN_REASONS]:
+            out.print(f"    {task_id}: {full}", highlight=False, soft_wrap=True)
+        if len(why) > _SHOWN_REASONS:
+            out.print(f"    … and {len(why) - _SHOWN_REASONS} more (--json lists every one)", highlight=False)
+
+
+@export_app.command("swe")
+def export_swe_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output directory (data/, start_states/, README.md).")],
+    store: StoreOpt = None,
+    pipeline: PipelineOpt = None,
+    repo_map: RepoMapOpt = None,
+    repo_search: RepoSearchOpt = None,
+    plain_dirs: PlainDirsOpt = None,
+    build_images: Annotated[Optional[bool], typer.Option(
+        help="Build each instance environment's image (podman or docker) and name it in environment_setup.",
+        show_default=_tmax_default("build_images"))] = None,
+    image_prefix: Annotated[Optional[str], typer.Option(
+        help="REGISTRY/NAMESPACE of the built images (tags PREFIX/REPO:KEY).",
+        show_default=_tmax_default("image_prefix"))] = None,
+    image_engine: Annotated[Optional[str], typer.Option(
+        help="podman or docker for --build-images; default: the first installed.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """SWE-bench-style instances (instance_id, repo, base_commit, problem_statement, patch, test_patch,
+    FAIL_TO_PASS, PASS_TO_PASS, ...) of the tasks verify graded by tests, each validated in the sandbox
+    before it is written."""
+    settings = load_pipeline(pipeline)
+    flags = given(repo_map=parse_repo_map(repo_map), repo_search=tuple(repo_search) if repo_search else None,
+                  plain_dirs=plain_dirs, build_images=build_images, image_prefix=image_prefix, engine=image_engine)
+    config = SweExportConfig.from_settings(settings["export"], settings["verify"],
+                                           store=pipeline_store(store, settings), out=out_dir, **flags)
+    summary = export_swe(config)
+    if as_json:
+        out.print_json(json.dumps({
+            "out": str(out_dir), "instances": summary.instances, "with_base_commit": summary.with_base_commit,
+            "skipped_tasks": dict(summary.skipped),
+            "rejects": [{"task_id": t, "reason": r} for t, r in summary.rejects],
+            "not_exported": [{"task_id": t, "reason": r} for t, r in summary.not_exported],
+            "images": [{"tag": tag, "built": built} for tag, built in summary.images.items()],
+            "redactions": dict(summary.redactions)}))
+        return
+    out.print(f"[bold]logmine export swe[/]: {summary.instances} instances ({summary.with_base_commit} with a "
+              f"base commit, {summary.instances - summary.with_base_commit} with a start_state tarball) → {out_dir}",
+              highlight=False, soft_wrap=True)
+    for task_id, reason in summary.rejects:
+        out.print(f"  rejected {task_id}: {reason}", highlight=False, soft_wrap=True)
+    _print_not_exported(summary.skipped, summary.not_exported)
+    for tag, built in summary.images.items():
+        out.print(f"  image {tag} ({'built' if built else 'reused'})", highlight=False, soft_wrap=True)
 
 
 @export_app.command("sft")

@@ -5,6 +5,8 @@
   conversation, :mod:`~logmine.export.render` tokenizes and weights it);
 - ``export tmax`` (:mod:`logmine.export.tmax`): RL rows with runnable task bundles
   (:mod:`~logmine.export.bundle`);
+- ``export swe`` (:mod:`logmine.export.swe`): SWE-bench-style instances of the tasks verify graded by
+  tests, each validated in the sandbox (:mod:`~logmine.export.swe_check`);
 - ``export atif`` (:mod:`logmine.export.atif`): one Harbor ATIF trajectory per task, from the same
   conversation as ``export sft``.
 

@@ -28,7 +28,7 @@ PATHS = _paths(typer.main.get_command(app))
 def test_every_command_is_registered():
     assert set(PATHS) == {
         ("ingest",), ("stats",), ("segment",), ("verify",), ("run",), ("filter",), ("eval",),
-        ("export",), ("export", "atif"), ("export", "sft"), ("export", "tmax"),
+        ("export",), ("export", "atif"), ("export", "sft"), ("export", "swe"), ("export", "tmax"),
         ("train",), ("train", "sft"), ("train", "grpo"), ("train", "init-model"),
         ("doctor",), ("scan",), ("sql",), ("env",), ("env", "show"), ("yield",)}
 

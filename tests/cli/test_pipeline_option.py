@@ -24,8 +24,8 @@ from logmine.pipeline import load_pipeline
 from logmine.verify.run import VerifyConfig
 
 runner = CliRunner()
-STAGES = [["ingest"], ["segment"], ["verify"], ["export", "sft"], ["export", "tmax"], ["export", "atif"],
-          ["run"]]
+STAGES = [["ingest"], ["segment"], ["verify"], ["export", "sft"], ["export", "tmax"], ["export", "swe"],
+          ["export", "atif"], ["run"]]
 
 
 def _pipeline(path: Path, text: str) -> Path:

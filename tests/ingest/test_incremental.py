@@ -105,7 +105,8 @@ def test_kill_9_then_rerun_equals_a_clean_run(tmp_path):
     while [pid for pid in left if _running(pid)] and time.monotonic() < deadline:
         time.sleep(0.2)
     assert left and not [pid for pid in left if _running(pid)]  # none outlives its ingest
-    subprocess.run(cmd, check=True, capture_output=True)
+    rerun = subprocess.run(cmd, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
     got = _events(store), query(store, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
     assert got == expected
     assert not [p for p in store.rglob("*.tmp")]

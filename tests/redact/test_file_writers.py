@@ -20,6 +20,7 @@ ALLOWED = {
     ("agent/synthetic.py", "write_text"): "the generated shell-task family: text logmine makes up",
     ("agent/synthetic.py", "write_table"): "rows and tokens of that generated family",
     ("export/tmax.py", "open"): "task-data.tar.gz packs the bundle files, each written through the gate",
+    ("export/swe.py", "open"): "start_states/*.tar.gz pack the redacted seeds, each written through the gate",
 }
 
 
