@@ -176,8 +176,8 @@ def _count(value: str) -> bool:
 INGEST_VALUED = {"--store": bool, "--jobs": _count, "-j": _count, "--batch-mb": _count, "--max-line-mb": _count,
                  "--executor": lambda value: value == "local"}
 #: the options only the full path answers: another executor, a pipeline file (it can change any
-#: default), a redaction style to record, the help text
-INGEST_FULL_PATH = frozenset({"--ray-address", "--pipeline", "--redact-style", "--help"})
+#: default), a redaction style to record, a source filter, the help text
+INGEST_FULL_PATH = frozenset({"--ray-address", "--pipeline", "--redact-style", "--source", "--help"})
 
 
 def start_for(argv: Sequence[str]) -> bool:

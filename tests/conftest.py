@@ -21,6 +21,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# `logmine ingest` without paths also reads Claude Code's projects folder: never the real one of
+# whoever runs the tests (a test that wants one sets it, as tests set CODEX_HOME)
+os.environ["CLAUDE_CONFIG_DIR"] = str(Path(__file__).parent / "no-claude-config-dir")
 
 
 def pytest_collection_modifyitems(items):

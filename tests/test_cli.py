@@ -64,7 +64,7 @@ def test_no_session_files_is_an_error(tmp_path):
     (tmp_path / "empty").mkdir()
     result = runner.invoke(app, ["ingest", str(tmp_path / "empty"), "--store", str(tmp_path / "s")])
     assert result.exit_code == 1
-    assert result.output.strip() == (f"Error: no Codex session files under {tmp_path / 'empty'} "
+    assert result.output.strip() == (f"Error: no Codex or Claude Code session files under {tmp_path / 'empty'} "
                                      "(pass session files or directories, or --demo)")
 
 

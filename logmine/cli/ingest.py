@@ -35,6 +35,12 @@ from logmine.store import Store
 MIB_SHIFT = 20  # the flags count MiB, the config bytes
 
 
+class Source(enum.StrEnum):
+    codex = "codex"
+    claude = "claude"
+    all = "all"
+
+
 class RedactStyle(enum.StrEnum):
     pseudonym = "pseudonym"
     placeholder = "placeholder"
@@ -49,7 +55,8 @@ def _mib(value: int | None) -> int | None:
 def ingest_cmd(
     paths: Annotated[Optional[list[Path]], typer.Argument(
         help="Session files or directories (recursive). Default: $CODEX_HOME (else ~/.codex): "
-             "sessions/, archived_sessions/, history.jsonl.", show_default=False)] = None,
+             "sessions/, archived_sessions/, history.jsonl; and Claude Code's $CLAUDE_CONFIG_DIR/projects "
+             "(else ~/.claude/projects).", show_default=False)] = None,
     store: StoreOpt = None,
     demo: Annotated[bool, typer.Option("--demo", help="Ingest the small demo corpus shipped with logmine.")] = False,
     pipeline: PipelineOpt = None,
@@ -68,10 +75,14 @@ def ingest_cmd(
         "--redact-style", help="Replace secrets with consistent, format-preserving pseudonyms made with the "
         "store's key (redaction.json), or with [REDACTED:kind] placeholders. Recorded in the store; "
         "default: the store's, pseudonym for a new store.", show_default=False)] = None,
+    source: Annotated[Optional[Source], typer.Option(
+        "--source", help="Read only Codex or only Claude Code session files (told by their names: Claude Code's "
+        "are <session uuid>.jsonl and agent-<id>.jsonl), from the default places and from the paths given.",
+        show_default="all")] = None,
     as_json: JsonOpt = False,
     quiet: QuietOpt = False,
 ) -> None:
-    """Read Codex session logs, redact secrets, write canonical tables to the store.
+    """Read Codex and Claude Code session logs, redact secrets, write canonical tables to the store.
 
     Incremental: files already ingested are skipped, grown files are read from where the last run
     stopped, rewritten files are replaced. Bad lines are quarantined with a reason.
@@ -81,7 +92,7 @@ def ingest_cmd(
     config = IngestConfig.from_settings(settings["ingest"], **given(
         paths=inputs or None, store=store, max_line_bytes=_mib(max_line_mb), batch_bytes=_mib(batch_mb), jobs=jobs,
         executor=executor_config(executor, ray_address, settings),
-        redact_style=redact_style.value if redact_style else None))
+        redact_style=redact_style.value if redact_style else None, source=source.value if source else None))
     missing = [p for p in config.paths if not os.path.lexists(p)]  # the command line's or the pipeline's
     if missing:
         fail(f"no such file or directory: {missing[0]}")

@@ -224,7 +224,7 @@ SELECT CASE WHEN s.n_tasks > 0 THEN NULL
                                                  ELSE 'not segmented yet' END) END AS reason,
        count(*) AS n
 FROM files f LEFT JOIN segmented s USING (source_path)
-WHERE f.format IN ('g0', 'g1', 'g2')
+WHERE f.format IN ('g0', 'g1', 'g2', 'claude')  -- session files (history.jsonl holds prompts only)
 GROUP BY ALL
 """
 

@@ -151,7 +151,7 @@ def export_swe(config: SweExportConfig, progress: Callable[[int, int], None] | N
                         (config.out / row["start_state"]).unlink(missing_ok=True)
                     row, reason = None, f"invalid row: {errors[0]}"
             if row is None:
-                _skip(summary, task.task_id, reason)
+                _skip(summary, task.task_id, reason or "not exported")
             else:
                 rows.append(row)
                 summary.with_base_commit += row["base_commit"] is not None
@@ -191,10 +191,10 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
     """One task's instance, validated, or the reason it has none."""
     task = item.task
     verifier, verdict, reason = _verifier(item, verdicts)
-    if verifier is None:
+    if verifier is None or verdict is None:
         return None, reason
-    with tempfile.TemporaryDirectory(prefix="logmine-swe-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="logmine-swe-") as scratch_dir:
+        tmp = Path(scratch_dir)
         try:
             state = rebuild(task.start_state, item.prior, dict(config.repo_map), tmp / "start",
                             tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
@@ -242,7 +242,7 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
         "problem_statement": redactor.redact_text(task.prompt), "patch": patch, "test_patch": test_patch,
         "FAIL_TO_PASS": json.dumps(list(spec.fail_to_pass)), "PASS_TO_PASS": json.dumps(list(spec.pass_to_pass)),
         "hints_text": "", "created_at": task.started_at.isoformat() if task.started_at else None,
-        "environment_setup": setup, "test_cmd": test_cmd(spec),
+        "environment_setup": setup, "test_cmd": _command_line(spec),
         "start_state": None if base else f"start_states/{instance_id}.tar.gz",
         "task_id": task.task_id, "session_id": task.session_id, "source": config.source,
     }, None
@@ -263,19 +263,18 @@ def _test_spec(verifier: Candidate, verdict: dict, state: RebuiltTree, rel: str)
     """The verifier's command as the instance runs it: from its own workdir when that lies in the
     repository, else the task's; the repository's original path written ``$WORKSPACE``."""
     root = state.root.rstrip("/")
-    command = verifier.command.replace(root, "$WORKSPACE") if root else verifier.command
+    command = verifier.command or ""
+    command = command.replace(root, "$WORKSPACE") if root else command
     if verifier.workdir and within(verifier.workdir, state.root):
         rel = os.path.relpath(verifier.workdir, state.root)
-    return TestSpec(command, rel, verdict["test_runner"], tuple(verdict["tests_fail_to_pass"]),
+    return TestSpec(command, rel, str(verdict["test_runner"]), tuple(verdict["tests_fail_to_pass"]),
                     tuple(verdict["tests_pass_to_pass"] or ()))
 
 
-def test_cmd(spec: TestSpec) -> str:
+def _command_line(spec: TestSpec) -> str:
     """The instance's ``test_cmd``: run from the repository root (``$WORKSPACE``)."""
     return spec.command if spec.workdir == "." else f"cd {spec.workdir} && {spec.command}"
 
-
-test_cmd.__test__ = False  # not a pytest test
 
 
 def is_test_path(path: str, hidden: set[str] | frozenset[str] = frozenset()) -> bool:

@@ -72,6 +72,7 @@ class FileState:
     meta_seen: bool = False
     copied_from: str | None = None  # inside a forked session's copy of its parent's history: the parent
     copy_ts: str | None = None  # the timestamp of the copy's latest line
+    claude: dict | None = None  # a Claude Code file: its mapper's own state (logmine.ingest.claude)
 
     def to_json(self) -> str:
         return orjson.dumps(asdict(self)).decode()

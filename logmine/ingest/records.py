@@ -39,7 +39,7 @@ EVENT_KINDS = (
     "session_meta",
 )
 
-FORMATS = ("g0", "g1", "g2", "history")
+FORMATS = ("g0", "g1", "g2", "history", "claude")
 
 
 TABLES: dict[str, pa.Schema] = {"sessions": SESSIONS, "events": EVENTS, "quarantine": QUARANTINE}
@@ -113,6 +113,11 @@ class EventRows:
         """The first non-null value of the dense column ``name``, else None."""
         at = self._AT[name]
         return next((row[at] for row in self.rows if row[at] is not None), None)
+
+    def column(self, name: str) -> list:
+        """The values of the dense column ``name``, one per event."""
+        at = self._AT[name]
+        return [row[at] for row in self.rows]
 
     def truncate(self, rows: int) -> None:
         """Drop the events from row ``rows`` on (a line that turned out malformed)."""

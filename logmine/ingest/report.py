@@ -15,7 +15,7 @@ WITH ev AS (
     SELECT source_path, session_id, count(*) AS events,
            count(*) FILTER (WHERE kind = 'tool_call') AS tool_calls,
            count(*) FILTER (WHERE kind = 'user_message' AND NOT is_injected AND copied_from IS NULL
-                            AND record_type IN ('response_item/message', 'chat/message', 'history')) AS user_messages
+                            AND record_type IN ('response_item/message', 'chat/message', 'history', 'user/text')) AS user_messages
     FROM events GROUP BY ALL)
 SELECT s.format, coalesce(s.cli_version, '') AS cli_version, count(*) AS sessions,
        coalesce(sum(ev.events), 0)::BIGINT AS events, coalesce(sum(ev.tool_calls), 0)::BIGINT AS tool_calls,

@@ -50,13 +50,14 @@ _default = functools.partial(packaged_default, _fields, ("ingest",))
 class IngestConfig:
     """What ``logmine ingest`` reads and where it writes."""
 
-    paths: tuple[Path, ...] = ()  # files or directories; empty means the Codex home defaults
+    paths: tuple[Path, ...] = ()  # files or directories; empty means the Codex and Claude Code homes
     store: Path = DEFAULT_STORE
     max_line_bytes: int = _default("max_line_bytes")  # longer lines are quarantined without being loaded
     batch_bytes: int = _default("batch_bytes")  # source bytes per commit
     jobs: int = DEFAULT_JOBS  # worker processes reading files
     executor: ExecutorConfig = ExecutorConfig()  # local pools, or a Ray cluster (docs/distributed.md)
     redact_style: str | None = None  # pseudonym | placeholder; None: the store's (a new store: pseudonym)
+    source: str = "all"  # codex | claude | all: whose session files are read (discover.of_source)
 
     @classmethod
     def from_settings(cls, settings: dict, **fields) -> IngestConfig:
@@ -76,12 +77,14 @@ def ingest(config: IngestConfig, total_cb: Callable[[int], None] | None = None,
     :class:`~logmine.store.StoreError` when the store cannot be opened or written.
     """
     started = time.monotonic()
-    inputs = list(config.paths) or default_inputs()
+    inputs = list(config.paths) or default_inputs(source=config.source)
     if not inputs:
-        raise NothingToIngest("no input given and no Codex home found (looked for $CODEX_HOME, ~/.codex)")
-    files, bad_paths = discover(inputs)
+        raise NothingToIngest("no input given and no Codex or Claude Code home found (looked for $CODEX_HOME, "
+                              "~/.codex, $CLAUDE_CONFIG_DIR/projects, ~/.claude/projects)")
+    files, bad_paths = discover(inputs, config.source)
     if not files and not bad_paths:
-        raise NothingToIngest("no Codex session files under " + ", ".join(str(p) for p in inputs))
+        what = {"codex": "Codex", "claude": "Claude Code"}.get(config.source, "Codex or Claude Code")
+        raise NothingToIngest(f"no {what} session files under " + ", ".join(str(p) for p in inputs))
     summary = IngestSummary(files_seen=len(files) + len(bad_paths))
     stats = {str(p): _stat(p) for p in files}
     sizes = {path: st[0] for path, st in stats.items()}
@@ -314,7 +317,7 @@ class _Originals:
         return _Outcome(dup, outcome.change, {}, outcome.bytes_read, Counter(), Counter())
 
 
-SESSION_FORMATS = frozenset({"g0", "g1", "g2"})
+SESSION_FORMATS = frozenset({"g0", "g1", "g2", "claude"})
 
 
 @dataclass

@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 import xxhash
 
+from logmine.ingest.claude import ClaudeMapper, is_claude_line
+from logmine.ingest.discover import is_claude_name
 from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
 from logmine.ingest.reader import Block, ContentStream, iter_blocks, iter_lines, open_content
 from logmine.ingest.records import EXCERPT_CHARS, EventRows, FileRecord, parse_ts
@@ -32,7 +35,7 @@ from logmine.redact import Redactor
 
 MAX_G0_BYTES = 1 << 30
 BOM = b"\xef\xbb\xbf"
-RESUMABLE = frozenset({"g1", "g2", "history"})  # formats read line by line, so a grown file resumes
+RESUMABLE = frozenset({"g1", "g2", "history", "claude"})  # formats read line by line, so a grown file resumes
 # Lines are redacted in batches (one prefilter pass per batch, :meth:`Redactor.redact_jsonl`); a
 # batch ends once it holds this many lines or bytes, whichever comes first, so memory stays bounded
 # (a chunk's lines, at most :data:`~logmine.ingest.reader.CHUNK` bytes, join a batch together).
@@ -67,6 +70,8 @@ def read_file(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, 
     if unchanged(prev, st.st_size, st.st_mtime_ns):
         return FileResult(prev, "unchanged")
     if st.st_size == 0:
+        if is_claude_name(source):  # Claude Code leaves empty session files (2.0's --resume): not an error
+            return FileResult(FileRecord(source, new_gen(), None, 0, st.st_mtime_ns, 0, None, None, None), "empty")
         return bad_file(source, prev, new_gen, "empty file", st)
     try:
         return _read_changed(path, prev, new_gen, redactor, max_line, st)
@@ -145,7 +150,8 @@ class _JsonlReader:
 
     def __init__(self, source: str, state: FileState, gen: int, redactor: Redactor, max_line: int):
         self.mapper = SessionMapper(source, state, gen)
-        self.map_line = None  # the mapper's method for the file's format, once the format is known
+        self.map_line: Callable[..., None] | None = None  # the mapper's method for the file's format, once known
+        self.claude: ClaudeMapper | None = None  # a Claude Code file's mapper
         self.redactor = redactor
         self.max_line = max_line
         self.quarantine: list[dict] = []
@@ -226,7 +232,11 @@ class _JsonlReader:
         if state.format is None:
             state.format = detect_format(self.mapper.source_path, obj)
         if self.map_line is None:
-            self.map_line = getattr(mapper, f"{state.format}_line")
+            if state.format == "claude":
+                self.claude = ClaudeMapper(mapper)
+                self.map_line = self.claude.line
+            else:
+                self.map_line = getattr(mapper, f"{state.format}_line")
         mark = (len(mapper.events), len(mapper.sessions), state.seq, state.meta_seen)
         try:
             self.map_line(obj, state.line_no, offset, source)
@@ -245,7 +255,9 @@ class _JsonlReader:
     def result(self, st: os.stat_result, change: str) -> FileResult:
         mapper = self.mapper
         state = mapper.state
-        if not state.meta_seen and mapper.events and state.format in ("g1", "g2"):
+        if self.claude is not None:
+            self.claude.finish()
+        elif not state.meta_seen and mapper.events and state.format in ("g1", "g2"):
             _headerless_session(mapper)
         record = FileRecord(
             mapper.source_path, mapper.file_gen, state.format, st.st_size, st.st_mtime_ns, self.consumed,
@@ -256,11 +268,15 @@ class _JsonlReader:
 
 
 def detect_format(source_path: str, first: dict) -> str:
-    """G2 lines are wrapped (``type`` + ``payload``); history lines are prompts; the rest is G1."""
+    """G2 lines are wrapped (``type`` + ``payload``); history lines are prompts; Claude Code lines carry
+    ``sessionId``/``parentUuid`` or a type of their own (:func:`~logmine.ingest.claude.is_claude_line`);
+    the rest is G1."""
     if source_path.endswith("history.jsonl") or {"session_id", "ts", "text"} <= first.keys():
         return "history"
     if "payload" in first and "type" in first:
         return "g2"
+    if is_claude_line(first):
+        return "claude"
     return "g1"
 
 

@@ -22,7 +22,7 @@ class IngestSummary:
     """Counts of one run (only what this run added, except the store totals)."""
 
     files_seen: int = 0
-    changes: Counter = field(default_factory=Counter)  # new/grown/rewritten/unchanged/bad
+    changes: Counter = field(default_factory=Counter)  # new/grown/rewritten/unchanged/empty/bad
     bad_files: list[tuple[str, str]] = field(default_factory=list)
     pending: list[tuple[str, int]] = field(default_factory=list)  # files with an incomplete last line
     sessions: int = 0
@@ -84,7 +84,8 @@ def render_summary(console: Console, summary: IngestSummary, store: Path) -> Non
     table.add_column(style="bold")
     table.add_column()
     table.add_row("files", f"{summary.files_seen} seen: {changes['new']} new, {changes['grown']} grown, "
-                  f"{changes['rewritten']} rewritten, {changes['unchanged']} unchanged, {len(summary.bad_files)} bad")
+                  f"{changes['rewritten']} rewritten, {changes['unchanged']} unchanged, "
+                  + (f"{changes['empty']} empty, " if changes["empty"] else "") + f"{len(summary.bad_files)} bad")
     formats = ", ".join(f"{k} {v}" for k, v in sorted(summary.formats.items())) or "-"
     table.add_row("formats read", formats)
     table.add_row("sessions", str(summary.sessions))

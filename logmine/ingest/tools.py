@@ -17,7 +17,8 @@ import orjson
 
 from logmine.patch import extract_patch
 
-SHELL_TOOLS = frozenset({"shell", "container.exec", "shell_command", "exec_command", "local_shell"})
+# ``Bash``: Claude Code's shell tool (``{"command": ...}``), read the same way (logmine.ingest.claude)
+SHELL_TOOLS = frozenset({"shell", "container.exec", "shell_command", "exec_command", "local_shell", "Bash"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "fish", "/bin/bash", "/bin/sh", "/bin/zsh", "/usr/bin/bash", "/usr/bin/zsh"})
 _APPLY_PATCH_NAMES = frozenset({"apply_patch", "applypatch"})
 

@@ -28,7 +28,7 @@ BATCH_FILES = 200
 
 _TODO_SQL = """
 SELECT f.source_path, f.file_gen, f.consumed FROM files f LEFT JOIN segmented s USING (source_path)
-WHERE f.error IS NULL AND f.format IN ('g0', 'g1', 'g2')
+WHERE f.error IS NULL AND f.format IN ('g0', 'g1', 'g2', 'claude')
   AND (s.source_path IS NULL OR s.file_gen <> f.file_gen OR s.consumed <> f.consumed)
 ORDER BY f.source_path
 """
@@ -88,7 +88,7 @@ def segment(config: SegmentConfig, progress: Callable[[int, int], None] | None =
     summary = SegmentSummary()
     with nullcontext(store) if store is not None else Store(config.store) as store:
         con = store.con
-        summary.sessions_seen = con.execute("SELECT count(*) FROM files WHERE format IN ('g0','g1','g2')").fetchone()[0]
+        summary.sessions_seen = con.execute("SELECT count(*) FROM files WHERE format IN ('g0','g1','g2','claude')").fetchone()[0]
         if not summary.sessions_seen:
             raise NothingToSegment(f"no ingested sessions in {store.root}")
         todo = con.execute(_TODO_SQL).fetchall()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from logmine.ingest.records import Event
 
 # Messages are read from the model-visible history; event_msg/user_message and agent_message repeat them.
-MESSAGE_TYPES = frozenset({"response_item/message", "chat/message"})
+MESSAGE_TYPES = frozenset({"response_item/message", "chat/message", "user/text", "assistant/text"})
 _VSCODE_PREFIX = "## My request for Codex:"
 _OUTPUT_LINE = re.compile(r"^\s*(at |File \"|\w*(Error|Exception)\b|Traceback|[\w./-]+:\d+|[>E|^~]\s|\s{2,}|[-=_*#]{3,})")
 

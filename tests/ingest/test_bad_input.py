@@ -91,5 +91,5 @@ def test_unreadable_paths_and_symlink_loops(tmp_path):
 
 def test_nothing_to_ingest(tmp_path):
     (tmp_path / "empty-dir").mkdir()
-    with pytest.raises(NothingToIngest, match="no Codex session files under"):
+    with pytest.raises(NothingToIngest, match="no Codex or Claude Code session files under"):
         _ingest(tmp_path, tmp_path / "empty-dir")
