@@ -185,6 +185,10 @@ def test_a_pnpm_workspace_runs_vitest_in_one_package_built_from_its_lock(tmp_pat
     store = _verify(tmp_path, "auto", *_vitest_sessions(repo, calc_repo(repo, _pnpm_offline(tmp_path, monkeypatch))))
     rows = _tests(store)  # a fresh clone has no node_modules (and this host no pnpm): built
     assert [(r["status"], r["env_mode"]) for r in rows] == [("validated", "built")] * 2, rows
+    graded = query(store, "SELECT test_runner, graded_by, tests_fail_to_pass, after_tests FROM verifications "
+                          "WHERE status = 'validated' AND test_runner IS NOT NULL ORDER BY task_id")
+    assert [(r["test_runner"], r["graded_by"]) for r in graded] == [("vitest", "tests")] * 2, graded  # its JSON
+    assert all(r["tests_fail_to_pass"] and all(t["status"] == "passed" for t in r["after_tests"]) for r in graded)
     builds = read_funnel(store).builds  # one lock file: one build for both tasks
     assert (builds.environments, builds.built, builds.reused) == (1, 1, 1)
     summary = export_tmax(TmaxExportConfig(store=store, out=tmp_path / "tmax"))
