@@ -179,7 +179,7 @@ def export_sft_cmd(
     min_verifier: Annotated[Optional[str], typer.Option(
         help="validated, candidate or any.", show_default=_sft_default("min_verifier"))] = None,
     tools: Annotated[Optional[str], typer.Option(
-        help="canonical (bash + apply_patch) or raw (Codex's tool names).", show_default=_sft_default("tools"))] = None,
+        help="canonical (bash + apply_patch) or raw (the agent's own tool names: Codex's, Claude Code's).", show_default=_sft_default("tools"))] = None,
     reasoning: Annotated[Optional[str], typer.Option(
         help="drop, or summary (kept as reasoning_content).", show_default=_sft_default("reasoning"))] = None,
     on_unstable: Annotated[Optional[str], typer.Option(
@@ -230,7 +230,7 @@ def export_atif_cmd(
     store: StoreOpt = None,
     pipeline: PipelineOpt = None,
     tools: Annotated[Optional[str], typer.Option(
-        help="canonical (bash + apply_patch) or raw (Codex's tool names).", show_default=_atif_default("tools"))] = None,
+        help="canonical (bash + apply_patch) or raw (the agent's own tool names: Codex's, Claude Code's).", show_default=_atif_default("tools"))] = None,
     reasoning: Annotated[Optional[str], typer.Option(
         help="summary (kept as reasoning_content), or drop.", show_default=_atif_default("reasoning"))] = None,
     overwrite: Annotated[Optional[bool], typer.Option(

@@ -39,6 +39,7 @@ from logmine.errors import LogmineError
 from logmine.export.outdir import markdown_table, move_into_place
 from logmine.export.trajectory import (
     EVENT_COLUMNS,
+    EVENTS_WHERE,
     REASONING_MODES,
     TOOL_MODES,
     Drop,
@@ -54,14 +55,14 @@ from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 SCHEMA = Path(__file__).parents[1] / "schemas" / "atif-trajectory.schema.json"
 SCHEMA_VERSION = "ATIF-v1.7"  # trajectory_id (a document's own id, apart from its run's session_id) is v1.7
 AGENT_NAME = "codex"
+AGENT_NAMES = {"claude": "claude-code"}  # a session format that is not Codex's -> its agent
 BATCH_FILES = 100  # session files whose events are read at once
 
 # the conversation's events (model-visible records) and each session's running token totals
 _EVENTS_SQL = f"""
 SELECT source_path, {', '.join(EVENT_COLUMNS)}, CASE WHEN kind = 'token_usage' THEN raw END AS raw FROM events
 WHERE source_path IN (SELECT unnest(?))
-  AND (kind = 'token_usage' OR (kind IN ('user_message', 'assistant_message', 'reasoning', 'tool_call', 'tool_output')
-       AND (record_type LIKE 'response_item/%' OR record_type LIKE 'chat/%')))
+  AND (kind = 'token_usage' OR {EVENTS_WHERE})
 ORDER BY source_path, seq
 """
 _EXITS_SQL = "SELECT source_path, call_id, exit_code FROM tool_calls WHERE source_path IN (SELECT unnest(?))"
@@ -89,7 +90,7 @@ class NothingToExport(AtifExportError, NoTasks):
 class AtifExportConfig:
     store: Path
     out: Path
-    tools: str = "canonical"  # canonical (bash + apply_patch, as export sft) | raw (Codex's own tools)
+    tools: str = "canonical"  # canonical (bash + apply_patch, as export sft) | raw (the agent's own tools)
     reasoning: str = "summary"  # summary (reasoning summaries as reasoning_content) | drop
     overwrite: bool = False  # replace a non-empty OUT
 
@@ -265,7 +266,8 @@ def trajectory_document(task: Task, trajectory: Trajectory, session: SessionInfo
                         usage: TokenUsage | None, options: TrajectoryOptions) -> dict:
     """The ATIF document of one task (not redacted yet: :class:`_Writer` does that)."""
     steps = atif_steps(trajectory.messages)
-    agent = {"name": AGENT_NAME, "version": session.cli_version or "unknown", "model_name": session.model,
+    agent = {"name": AGENT_NAMES.get(session.format or "", AGENT_NAME), "version": session.cli_version or "unknown",
+             "model_name": session.model,
              "tool_definitions": list(trajectory.tools),
              "extra": _present({"model_provider": session.model_provider, "originator": session.originator})}
     metrics: dict = {"total_steps": len(steps)}

@@ -36,6 +36,7 @@ from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, 
 from logmine.export.sft_card import card
 from logmine.export.trajectory import (
     EVENT_COLUMNS,
+    EVENTS_WHERE,
     REASONING_MODES,
     SYSTEM_PROMPT,
     TOOL_MODES,
@@ -67,8 +68,7 @@ GROUP BY t.task_id
 """
 _EVENTS_SQL = f"""
 SELECT source_path, {', '.join(EVENT_COLUMNS)} FROM events
-WHERE source_path IN (SELECT unnest(?)) AND (record_type LIKE 'response_item/%' OR record_type LIKE 'chat/%')
-  AND kind IN ('user_message', 'assistant_message', 'reasoning', 'tool_call', 'tool_output')
+WHERE source_path IN (SELECT unnest(?)) AND {EVENTS_WHERE}
 ORDER BY source_path, seq
 """
 _EXITS_SQL = "SELECT source_path, call_id, exit_code FROM tool_calls WHERE source_path IN (SELECT unnest(?))"
@@ -107,7 +107,7 @@ class SftExportConfig:
     store: Path
     out: Path
     min_verifier: str = field(default_factory=lambda: packaged("export")["min_verifier"])  # validated | candidate | any
-    tools: str = "canonical"  # canonical (bash + apply_patch, the sandbox harness's tools) | raw (Codex's own)
+    tools: str = "canonical"  # canonical (bash + apply_patch, the sandbox harness's tools) | raw (the agent's own: Codex's, Claude Code's)
     reasoning: str = "drop"  # drop | summary (reasoning summaries as reasoning_content)
     system_prompt: str = SYSTEM_PROMPT  # "" for no system message
     tokenizer: Path | None = None  # a local tokenizer directory: also write the token-level form

@@ -11,12 +11,13 @@ The conversation is what the model saw and did, in the shape every SFT trainer r
 - ``tool`` results ``{tool_call_id, name, content}``, right after the turn that made the calls;
 - later genuine user messages (follow-ups) as ``user`` turns.
 
-Only model-visible records are read (``response_item/*``, ``chat/*``; ``event_msg/*`` repeat them
-for the UI). Context Codex injected (environment context, AGENTS.md, developer messages, turn
-aborts, tool warnings) is left out. One model response — its reasoning, message text and tool
-calls — is one assistant turn; consecutive responses with nothing between them are merged (the
-harness never shows two assistant turns in a row). Tool call ids are renumbered ``call_0``,
-``call_1``, … in order, so that copies of a session are identical.
+Only model-visible records are read (Codex's ``response_item/*``, ``chat/*``: ``event_msg/*`` repeat
+them for the UI; Claude Code's ``user/*``, ``assistant/*`` and the ``file_op/*`` file operations
+ingest made of its file tools' calls). Context Codex injected (environment context, AGENTS.md,
+developer messages, turn aborts, tool warnings) is left out. One model response — its reasoning,
+message text and tool calls — is one assistant turn; consecutive responses with nothing between
+them are merged (the harness never shows two assistant turns in a row). Tool call ids are
+renumbered ``call_0``, ``call_1``, … in order, so that copies of a session are identical.
 
 Tool interface (``tools="canonical"``, the default): the interface of the sandbox harness, so that
 SFT and RL speak one language (:data:`logmine.protocol.CANONICAL_TOOLS`):
@@ -25,12 +26,16 @@ SFT and RL speak one language (:data:`logmine.protocol.CANONICAL_TOOLS`):
   ``exec_command``, ``local_shell``…), from the ``command`` column; a call made in another
   directory than the task's cwd becomes ``cd DIR && COMMAND``;
 - ``apply_patch {"patch": str}``: every apply_patch edit, whatever its form (freeform input,
-  ``{"input": …}``, shell argv or heredoc): the patch text ``*** Begin Patch … *** End Patch``;
+  ``{"input": …}``, shell argv or heredoc): the patch text ``*** Begin Patch … *** End Patch``; and
+  every Claude Code ``Write``/``Edit``/``MultiEdit`` call, as the patch text of the file operations
+  ingest recorded for it (the write's content, the CLI's own diff hunks), paths relative to the
+  task's cwd; such a call without a file operation (an edit without recorded hunks) is left out;
 - anything else (``update_plan``, ``write_stdin``, web search, MCP tools…) is left out together with
   its output, and counted.
 
-``tools="raw"`` keeps Codex's own tool names and arguments (a freeform input becomes
-``{"input": text}``); the tool schemas are then inferred from the calls of the conversation.
+``tools="raw"`` keeps the agent's own tool names and arguments (Codex's, or Claude Code's ``Bash``,
+``Read``, ``Edit``…; a freeform input becomes ``{"input": text}``); the tool schemas are then
+inferred from the calls of the conversation.
 
 Tool results: :func:`logmine.protocol.format_observation` — the output body then ``[exit code: N]``.
 A call without an output (interrupted) and an output without its call are left out and counted.
@@ -48,7 +53,7 @@ import orjson
 
 from logmine.ingest.records import Event
 from logmine.ingest.tools import SHELL_TOOLS, patch_input
-from logmine.patch import extract_patch
+from logmine.patch import FileOp, PatchError, extract_patch, render_patch, rooted
 from logmine.protocol import CANONICAL_TOOLS, format_observation
 from logmine.segment.records import Task
 
@@ -63,9 +68,19 @@ SYSTEM_PROMPT = (
 
 _APPLY_PATCH_NAMES = ("apply_patch", "applypatch")
 _KINDS = ("user_message", "assistant_message", "reasoning", "tool_call", "tool_output")
+# model-visible records: Codex's (``event_msg/*`` repeat them for the UI), then Claude Code's
+_VISIBLE = ("response_item/", "chat/", "user/", "assistant/")
+# Claude Code's file tools: ingest records what each call did as ``file_op/<tool>`` patch events
+_FILE_OP = "file_op/"
+_FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
+_CLAUDE_CALL = "assistant/tool_use"
 # the events columns this module reads
 EVENT_COLUMNS = ("seq", "kind", "record_type", "text", "tool_name", "call_id", "arguments", "command", "workdir",
                  "exit_code", "is_injected")
+# the events a conversation is built from, as a condition of an ``events`` query (its kind and record type)
+EVENTS_WHERE = (f"((kind IN ({', '.join(repr(k) for k in _KINDS)}) AND ("
+                + " OR ".join(f"record_type LIKE '{prefix}%'" for prefix in _VISIBLE)
+                + f")) OR (kind = 'patch' AND record_type LIKE '{_FILE_OP}%'))")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +133,10 @@ def build_trajectory(task: Task, events: list[Event], exit_codes: dict[str, int 
     Returns a :class:`Drop` when no assistant turn is left."""
     builder = _Builder(task, exit_codes, options)
     for event in events:
-        if event.kind in _KINDS and event.record_type.startswith(("response_item/", "chat/")):
+        if event.kind in _KINDS and event.record_type.startswith(_VISIBLE):
             builder.add(event)
+        elif event.kind == "patch" and event.record_type.startswith(_FILE_OP):
+            builder.file_op(event)
     return builder.finish()
 
 
@@ -139,6 +156,7 @@ class _Builder:
         self.skipped: set[str] = set()  # calls left out with their outputs
         self.left_out: Counter = Counter()
         self.raw_args: dict[str, list[dict]] = {}  # raw mode: arguments seen per tool, for the schemas
+        self.file_ops: dict[str, list[FileOp]] = {}  # a Claude Code file tool's call_id -> what it did
 
     def add(self, event: Event) -> None:
         kind = event.kind
@@ -179,7 +197,13 @@ class _Builder:
         if call_id in self.calls or call_id in self.skipped:
             self.left_out["repeated call"] += 1
             return
-        mapped = _raw_call(event) if self.options.tools == "raw" else _canonical_call(event, self.task.cwd)
+        if self.options.tools == "raw":
+            mapped = _raw_call(event)
+        elif event.tool_name in _FILE_TOOLS and event.record_type == _CLAUDE_CALL:
+            mapped = "apply_patch", {"patch": ""}  # the patch: from its file operations (file_op)
+            self.file_ops[call_id] = []
+        else:
+            mapped = _canonical_call(event, self.task.cwd)
         if mapped is None:
             self.skipped.add(call_id)
             self.left_out[f"tool {event.tool_name}"] += 1
@@ -192,8 +216,29 @@ class _Builder:
         turn["calls"].append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
         self.calls[call_id] = turn
 
+    def file_op(self, event: Event) -> None:
+        """A file operation of a Claude Code file tool's call (canonical mode; ignored otherwise)."""
+        ops = self.file_ops.get(event.call_id or "")
+        if ops is not None and event.args is not None:
+            ops.append(event.file_op)
+
+    def _patched(self, call_id: str) -> None:
+        """A Claude Code file tool's call, answered: its patch, or it is left out (nothing recorded)."""
+        ops = self.file_ops.pop(call_id)
+        turn = self.calls.pop(call_id)
+        call = next(c for c in turn["calls"] if c["id"] == call_id)
+        if ops:
+            call["function"]["arguments"] = orjson.dumps({"patch": _patch_text(ops, self.task.cwd)}).decode()
+            self.calls[call_id] = turn
+            return
+        turn["calls"].remove(call)
+        self.skipped.add(call_id)
+        self.left_out["file tool call without a file operation"] += 1
+
     def _output(self, event: Event) -> None:
         call_id = event.call_id or ""  # no call has the empty id: an output without its call
+        if call_id in self.file_ops and call_id in self.calls:
+            self._patched(call_id)
         if call_id in self.skipped:
             return
         turn = self.calls.get(call_id)
@@ -271,6 +316,17 @@ def _canonical_call(event: Event, cwd: str | None) -> tuple[str, dict] | None:
     return None
 
 
+def _patch_text(ops: list[FileOp], cwd: str | None) -> str:
+    """``*** Begin Patch … *** End Patch`` for ``ops``, with paths relative to ``cwd`` (absolute, as
+    recorded, when one is outside it)."""
+    if cwd:
+        try:
+            ops = list(rooted(ops, cwd, cwd))
+        except PatchError:
+            pass
+    return render_patch(ops).removesuffix("\n")
+
+
 def _in_workdir(command: str, workdir: str | None, cwd: str | None) -> str:
     if not workdir or not cwd:
         return command
@@ -292,8 +348,8 @@ _JSON_TYPES = {str: "string", bool: "boolean", int: "integer", float: "number", 
 
 
 def _raw_schemas(seen: dict[str, list[dict]]) -> list[dict]:
-    """Codex's tools as called in the conversation: each tool's parameters are the argument names
-    seen, typed by the values seen."""
+    """The agent's own tools as called in the conversation: each tool's parameters are the argument
+    names seen, typed by the values seen."""
     tools = []
     for name in sorted(seen):
         props: dict[str, set[str]] = {}
@@ -303,6 +359,6 @@ def _raw_schemas(seen: dict[str, list[dict]]) -> list[dict]:
         required = [k for k in props if all(k in args for args in seen[name])]
         properties = {k: {"type": sorted(t)[0] if len(t) == 1 else sorted(t)} for k, t in props.items()}
         tools.append({"type": "function", "function": {
-            "name": name, "description": f"Codex tool `{name}` (parameters as seen in the logs).",
+            "name": name, "description": f"Tool `{name}` (parameters as seen in the logs).",
             "parameters": {"type": "object", "properties": properties, "required": required}}})
     return tools

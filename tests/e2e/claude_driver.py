@@ -48,6 +48,10 @@ FAKE_UID = 1000
 FAKE_OS = "Linux 6.8.0-generic"
 CLI_TMP = re.compile(r"/tmp/claude-\d+/")  # the CLI's scratch folder, named after the user id
 DEFAULT_TURN_TIMEOUT_S = 180.0
+# The scenario repository's one commit is dated this (the second the 2.1.332 fixadd fixture ran), so
+# its hash depends only on the files: tests/verify/test_claude_sessions.py makes it again, and the
+# sessions' recorded commit (2.1's session_context) names it
+REPO_DATE = "1796526407 +0000"
 
 
 def claude_bin_for(version: str) -> Path:
@@ -151,7 +155,8 @@ def run_scenario(claude_bin: Path, scenario: dict, repo_files: dict[str, str], w
     scenario = fill_repo(scenario, repo)
     with MockMessagesServer(scenario, keep_bodies=keep_bodies) as mock:
         env = clean_env(home, mock.base_url)
-        init_repo(repo, repo_files, env, branch="main")
+        init_repo(repo, repo_files, {**env, "GIT_AUTHOR_DATE": REPO_DATE, "GIT_COMMITTER_DATE": REPO_DATE},
+                  branch="main")
         run = ClaudeRun(version=cli_version(claude_bin, env), home=home, repo=repo, scenario=scenario)
         for k, turn in enumerate(scenario["turns"]):
             argv = [str(claude_bin), "-p", turn["prompt"], "--output-format", "stream-json", "--verbose",

@@ -185,3 +185,36 @@ def test_outputs_after_a_new_user_message_and_repeated_calls_are_left_out():
     assert [m["role"] for m in t.messages] == ["system", "user", "user", "assistant", "tool"]
     assert calls(t) == [("bash", {"command": "pwd"})] and t.messages[4]["tool_call_id"] == "call_0"
     assert dict(t.left_out) == {"call without output": 1, "output without its call": 1, "repeated call": 1}
+
+
+def test_claude_file_tools_become_apply_patch_from_their_file_operations():
+    """Claude Code's Edit/Write calls: the patch text of the file operations ingest recorded for them
+    (paths relative to the task's cwd, absolute outside it), in the call's place; an edit without a
+    recorded operation is left out with its output; raw mode keeps Claude Code's own calls."""
+    def claude_call(seq, call_id, tool, args):
+        return call(seq, call_id, tool, json.dumps(args), record_type="assistant/tool_use")
+
+    def file_op(seq, call_id, tool, op):
+        return event(seq, "patch", f"file_op/{tool}", call_id=call_id, tool_name=tool, arguments=json.dumps(op))
+
+    update = {"op": "update", "path": "/repo/calc.py", "move_to": None, "content": None,
+              "hunks": [{"header": None, "lines": ["-    return a - b", "+    return a + b"], "end_of_file": False}]}
+    add = {"op": "add", "path": "/tmp/notes.txt", "move_to": None, "hunks": [], "content": "hi\n"}
+    events = [user(0, "Fix add"),
+              claude_call(1, "e", "Edit", {"file_path": "/repo/calc.py", "old_string": "-", "new_string": "+"}),
+              call(2, "b", "Bash", '{"command": "ls"}', "ls", "/repo", record_type="assistant/tool_use"),
+              file_op(3, "e", "Edit", update), output(4, "e", "updated", 0, "user/tool_result"),
+              output(5, "b", "calc.py\n", 0, "user/tool_result"),
+              claude_call(6, "w", "Write", {"file_path": "/tmp/notes.txt", "content": "hi\n"}),
+              file_op(7, "w", "Write", add), output(8, "w", "created", 0, "user/tool_result"),
+              claude_call(9, "x", "Edit", {"file_path": "/repo/a.py", "old_string": "a", "new_string": "b"}),
+              output(10, "x", "updated", 0, "user/tool_result"),
+              event(11, "assistant_message", "assistant/text", text="Done.")]
+    t = build(events)
+    assert calls(t) == [("apply_patch", {"patch": PATCH}), ("bash", {"command": "ls"}),
+                        ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: /tmp/notes.txt\n+hi\n*** End Patch"})]
+    assert dict(t.left_out) == {"file tool call without a file operation": 1}
+    assert [m["role"] for m in t.messages][2:] == ["assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    raw = build(events, tools="raw")
+    assert [name for name, _ in calls(raw)] == ["Edit", "Bash", "Write", "Edit"]
+    assert calls(raw)[0][1] == {"file_path": "/repo/calc.py", "old_string": "-", "new_string": "+"}
