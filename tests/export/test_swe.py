@@ -220,3 +220,22 @@ def test_an_instance_validates_in_a_container(exported, tmp_path):
     seeds = _checkout(tmp / "work" / "calc", calc["base_commit"], tmp_path / "seeds")
     container = Runtime(backend="podman", image="python:3.11-slim")
     assert check_instance(seeds, calc["patch"], calc["test_patch"], _spec(calc), container) is None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _podman_image(), reason="podman with the python:3.11-slim image is not available")
+def test_the_demos_instances_validate_in_a_container(demo_tmax, tmp_path):
+    """The demo's instances, as a consumer gets them (the start-state tarball), validated the SWE-bench
+    way in a python:3.11-slim container: FAIL_TO_PASS fails with test_patch alone, all pass with patch."""
+    calc = shutil.copytree(DEMO_DIR / "repos" / "calc", tmp_path / "calc")
+    out = tmp_path / "swe"
+    export_swe(SweExportConfig(store=demo_tmax.parents[1] / "store", out=out, plain_dirs=True,
+                               repo_map=(("/home/dev/projects/calc", str(calc)),)))
+    rows = pq.read_table(out / DATA_FILE).to_pylist()
+    assert len(rows) == 2
+    container = Runtime(backend="podman", image="python:3.11-slim")
+    for row in rows:
+        seeds = tmp_path / row["instance_id"]
+        with tarfile.open(out / row["start_state"]) as tar:
+            tar.extractall(seeds, filter="data")
+        assert check_instance(seeds, row["patch"], row["test_patch"], _spec(row), container) is None, row["instance_id"]
