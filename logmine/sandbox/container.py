@@ -44,16 +44,22 @@ _ENGINE_OK: dict[str, bool] = {}
 
 
 def engine_available(engine: str) -> bool:
-    """True when ``engine``'s command exists and reaches a running engine (remembered)."""
+    """True when ``engine``'s command exists and reaches a running engine. ``ENGINE version`` asks the
+    engine (Docker's daemon, Podman's runtime) without touching image storage, which ``info`` locks
+    and a running build holds for minutes. A missing command is remembered; a probe that failed is
+    tried again next time (the engine may have been busy)."""
     if engine not in _ENGINE_OK:
-        ok = False
-        if shutil.which(engine):
-            try:
-                ok = subprocess.run([engine, "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    timeout=15).returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-        _ENGINE_OK[engine] = ok
+        if not shutil.which(engine):
+            _ENGINE_OK[engine] = False
+            return False
+        try:
+            ok = subprocess.run([engine, "version"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+        if not ok:
+            return False
+        _ENGINE_OK[engine] = True
     return _ENGINE_OK[engine]
 
 

@@ -117,3 +117,20 @@ def test_environment_binds_are_read_only_volumes():
                        identity=USER, limits=Limits(), network=False, rootless=False,
                        binds=(("/cache/env/.venv", "/home/dev/proj/.venv"),))
     assert _pairs(argv, "--volume")[-1] == "/cache/env/.venv:/home/dev/proj/.venv:ro"
+
+
+def test_an_engine_busy_at_first_is_asked_again(tmp_path, monkeypatch):
+    """A probe that failed (a build holding the engine) is not remembered; a missing command is."""
+    from logmine.sandbox import container
+
+    flag = tmp_path / "up"
+    fake = tmp_path / "bin" / "podman"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\n[ \"$1\" = version ] && [ -e {flag} ]\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    monkeypatch.setattr(container, "_ENGINE_OK", {})
+    assert not container.engine_available("podman")
+    flag.touch()
+    assert container.engine_available("podman")
+    assert not container.engine_available("docker") and container._ENGINE_OK["docker"] is False
