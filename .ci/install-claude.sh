@@ -28,6 +28,9 @@ for v in "${VERSIONS[@]}"; do
   fi
   echo "install-claude: installing @anthropic-ai/claude-code@$v into $dir"
   mkdir -p "$dir"
-  npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "@anthropic-ai/claude-code@$v"
-  DISABLE_AUTOUPDATER=1 "$bin" --version
+  # a failed install is not fatal: the tests that drive this CLI skip with their reason
+  if ! npm install --prefix "$dir" --no-audit --no-fund --no-save --loglevel=error "@anthropic-ai/claude-code@$v" \
+      || ! DISABLE_AUTOUPDATER=1 "$bin" --version; then
+    echo "install-claude: $v not installed (the tests that drive it will skip)" >&2
+  fi
 done
