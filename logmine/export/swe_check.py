@@ -28,11 +28,11 @@ from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.redact import Redactor
 from logmine.redact.files import copy_tree
 from logmine.sandbox import CommandResult, Limits, SandboxError, open_sandbox
-from logmine.testresults import TestReport, grade, instrument, parse
+from logmine.testresults import TestReport, grade
+from logmine.testresults import run_tests as run_instrumented
 
 WORKSPACE = "/workspace"
 MODES = ("built", "host", "none")  # after the mode the task was verified with
-_REPORTS = ".logmine-swe-reports"  # where the instrumented test command writes its report, in the workspace
 _SOLVE = ".logmine-solve.sh"
 _SHOWN = 3  # test ids named in a reason
 
@@ -135,10 +135,6 @@ def run_tests(seeds: Path, patches: list[tuple[str, str]], spec: TestSpec, runti
     """The report of one run of the tests on a copy of ``seeds`` with ``patches`` applied in order
     (None: it named no test). Raises :class:`PatchDoesNotApply`, or :class:`CheckFailed` (a sandbox
     failure, a command the runner's report flags cannot be added to)."""
-    reports = f"{WORKSPACE}/{_REPORTS}"
-    done = instrument(spec.command, reports)
-    if done is None or done.runner != spec.runner:
-        raise CheckFailed(f"the test command cannot be instrumented for {spec.runner}: {spec.command[:200]}")
     with tempfile.TemporaryDirectory(prefix="logmine-swecheck-") as tmp:
         work = Path(tmp) / "workspace"
         shutil.copytree(seeds, work, symlinks=True)
@@ -147,17 +143,15 @@ def run_tests(seeds: Path, patches: list[tuple[str, str]], spec: TestSpec, runti
         where = os.path.normpath(f"{WORKSPACE}/{spec.workdir}")
         try:
             with runtime.open(work) as box:
-                result = box.run(f"mkdir -p {reports} && cd {where} && {done.command}",
-                                 env={"WORKSPACE": WORKSPACE, "PYTHONDONTWRITEBYTECODE": "1"})
-                if result.unscored:
-                    raise CheckFailed(f"the test run did not finish: {result.error or 'timed out'}")
-                report = None
-                if done.report_file:
-                    path = Path(box.workspace) / os.path.relpath(done.report_file, WORKSPACE)
-                    report = path.read_text(errors="replace") if path.is_file() else None
+                run = run_instrumented(box, spec.command, where,
+                                       env={"WORKSPACE": WORKSPACE, "PYTHONDONTWRITEBYTECODE": "1"})
         except SandboxError as exc:
             raise CheckFailed(str(exc)) from exc
-    return parse(done.runner, result.output, report, root=where)
+    if run.runner != spec.runner:
+        raise CheckFailed(f"the test command cannot be instrumented for {spec.runner}: {spec.command[:200]}")
+    if run.result.unscored:
+        raise CheckFailed(f"the test run did not finish: {run.result.error or 'timed out'}")
+    return run.report
 
 
 def apply_patch_text(tree: Path, text: str, name: str = "patch") -> None:

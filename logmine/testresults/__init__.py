@@ -16,6 +16,7 @@ from .json_reports import parse_go_json, parse_jest_json
 from .junit import parse_junit
 from .parse import parse
 from .records import STATUSES, Grade, Status, TestOutcome, TestReport, fail_to_pass, grade, pass_to_pass
+from .sandboxed import TestRun, run_tests
 from .tap import parse_tap
 from .text import parse_cargo, parse_pytest_text, parse_unittest_verbose
 
@@ -27,6 +28,7 @@ __all__ = [
     "Status",
     "TestOutcome",
     "TestReport",
+    "TestRun",
     "fail_to_pass",
     "grade",
     "instrument",
@@ -39,4 +41,5 @@ __all__ = [
     "parse_tap",
     "parse_unittest_verbose",
     "pass_to_pass",
+    "run_tests",
 ]

@@ -3,7 +3,7 @@
 - ``test_command`` / ``check_command``: the command, run fresh in the candidate's workdir, must exit
   0. A test candidate's hidden test files are written in from their recorded content first, so
   whatever the agent did to them does not count. Where logmine knows the runner, the command also
-  reports each test (:mod:`.per_test`): the grade carries those outcomes, from which the verification
+  reports each test (:func:`logmine.testresults.run_tests`): the grade carries those outcomes, from which the verification
   derives FAIL_TO_PASS and PASS_TO_PASS.
 - ``file_diff`` ``exact``: every file has its expected end-of-task content (a deleted file is absent).
 - ``file_diff`` ``hunks``: every line the task added is present, every line it removed is absent
@@ -23,8 +23,7 @@ from pathlib import Path
 
 from logmine.redact import redact_text
 from logmine.segment.records import Candidate
-from logmine.testresults import TestReport
-from logmine.verify.per_test import run_tests
+from logmine.testresults import TestReport, run_tests
 from logmine.workspace import read_inside, within
 
 EXCERPT = 600
