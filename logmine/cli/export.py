@@ -46,6 +46,12 @@ def _sft_default(name: str) -> str:
     return str(field_default(SftExportConfig, name))
 
 
+ImagePrefixOpt = Annotated[Optional[str], typer.Option(
+    help="REGISTRY/NAMESPACE of the built images (tags PREFIX/REPO:KEY).", show_default=_tmax_default("image_prefix"))]
+ImageEngineOpt = Annotated[Optional[str], typer.Option(
+    help="podman or docker for --build-images; default: the first installed.")]
+
+
 @export_app.command("tmax")
 def export_tmax_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Output directory (data/, tasks/, task-data.tar.gz).")],
@@ -69,12 +75,9 @@ def export_tmax_cmd(
         help="Build each task environment's image (podman or docker) and name it in env_config.image and "
              "image.txt, for trainers that start the row's image without building its Dockerfile.",
         show_default=_tmax_default("build_images"))] = None,
-    image_prefix: Annotated[Optional[str], typer.Option(
-        help="REGISTRY/NAMESPACE of the built images (tags PREFIX/REPO:KEY).",
-        show_default=_tmax_default("image_prefix"))] = None,
+    image_prefix: ImagePrefixOpt = None,
     push: Annotated[bool, typer.Option("--push", help="Push each built image (log in to the registry first).")] = False,
-    image_engine: Annotated[Optional[str], typer.Option(
-        help="podman or docker for --build-images; default: the first installed.")] = None,
+    image_engine: ImageEngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """TMax RL rows (messages, ground_truth, dataset, env_config, source) with a Harbor-style task
@@ -103,10 +106,14 @@ def export_tmax_cmd(
     for task_id, reason in summary.rejects:
         out.print(f"  rejected {task_id}: {reason}", highlight=False, soft_wrap=True)
     _print_not_exported(summary.skipped, summary.not_exported)
-    for tag, built in summary.images.items():
-        out.print(f"  image {tag} ({'built' if built else 'reused'})", highlight=False, soft_wrap=True)
+    _print_images(summary.images)
     out.print(f"  credential files left out of the seeds: {summary.left_out_files}; "
               f"redactions: {sum(summary.redactions.values())}", highlight=False)
+
+
+def _print_images(images: dict[str, bool]) -> None:
+    for tag, built in images.items():
+        out.print(f"  image {tag} ({'built' if built else 'reused'})", highlight=False, soft_wrap=True)
 
 
 def _print_not_exported(skipped, not_exported: list[tuple[str, str]]) -> None:
@@ -131,11 +138,8 @@ def export_swe_cmd(
     build_images: Annotated[Optional[bool], typer.Option(
         help="Build each instance environment's image (podman or docker) and name it in environment_setup.",
         show_default=_tmax_default("build_images"))] = None,
-    image_prefix: Annotated[Optional[str], typer.Option(
-        help="REGISTRY/NAMESPACE of the built images (tags PREFIX/REPO:KEY).",
-        show_default=_tmax_default("image_prefix"))] = None,
-    image_engine: Annotated[Optional[str], typer.Option(
-        help="podman or docker for --build-images; default: the first installed.")] = None,
+    image_prefix: ImagePrefixOpt = None,
+    image_engine: ImageEngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """SWE-bench-style instances (instance_id, repo, base_commit, problem_statement, patch, test_patch,
@@ -162,8 +166,7 @@ def export_swe_cmd(
     for task_id, reason in summary.rejects:
         out.print(f"  rejected {task_id}: {reason}", highlight=False, soft_wrap=True)
     _print_not_exported(summary.skipped, summary.not_exported)
-    for tag, built in summary.images.items():
-        out.print(f"  image {tag} ({'built' if built else 'reused'})", highlight=False, soft_wrap=True)
+    _print_images(summary.images)
 
 
 @export_app.command("sft")

@@ -25,6 +25,8 @@ from pathlib import Path
 import orjson
 
 from logmine import testresults
+from logmine.environment.detect import Environment
+from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
 from logmine.patch import FileOp, PatchError, apply_patch, rooted, within
 from logmine.redact import Redactor
 from logmine.redact.files import copy_tree
@@ -115,6 +117,21 @@ for change in spec["files"]:
 print("\\n".join(failures) or "all files as expected")
 sys.exit(1 if failures else 0)
 '''
+
+
+def dockerfile(env: Environment, tree: Path, image: str | None = None, seeds: str = "seeds") -> tuple[str, str]:
+    """A task's Dockerfile and the image a row names: the install recipe of ``env`` in ``tree`` on its
+    base image, the language's base image when there is nothing to install, or ``image`` as it is (a
+    prebuilt image that holds everything); the start state is copied from ``seeds`` (relative to the
+    build context) to ``/workspace`` last."""
+    if image:
+        return f"FROM {image}\nWORKDIR /workspace\nCOPY {seeds}/ /workspace/\n", image
+    try:
+        recipe = recipe_for(env, tree)
+    except NoRecipe:
+        base = NODE_IMAGE if "node" in env.languages and "python" not in env.languages else PYTHON_IMAGE
+        return f"FROM {base}\nWORKDIR /workspace\nCOPY {seeds}/ /workspace/\n", base
+    return recipe.dockerfile(seeds=seeds), recipe.base_image
 
 
 def write_seeds(start: Path, seeds: Path, redactor: Redactor) -> list[str]:

@@ -1,5 +1,5 @@
-"""What every export's output directory shares: built aside, moved into place whole, and a card
-whose counts are small Markdown tables."""
+"""What the exports share about their output: the directory built aside and moved into place whole,
+a card whose counts are small Markdown tables, and the bookkeeping of tasks not exported."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 
 def move_into_place(staging: Path, out: Path) -> None:
@@ -28,3 +29,17 @@ def markdown_table(header: str, rows: Iterable[Iterable[object]]) -> str:
         return f"{header.strip('| ').split(' |')[0]}: none\n"
     cells = ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |\n" for row in rows]
     return header + "\n" + "|---" * (header.count("|") - 1) + "|\n" + "".join(cells)
+
+
+NOT_CHOSEN = ("no validated verifier", "no verifier candidate")  # never meant for an export
+
+
+def note_skip(summary: Any, task_id: str, reason: str, rejected: tuple[str, ...]) -> None:
+    """Count a task not exported under its reason's head (before the first ``:``) in
+    ``summary.skipped``; a reason starting with one of ``rejected`` (the export's own checks failed)
+    also goes to ``summary.rejects``, and any task chosen for the export to ``summary.not_exported``."""
+    summary.skipped[reason.split(":")[0]] += 1
+    if reason.startswith(rejected):
+        summary.rejects.append((task_id, reason))
+    if not reason.startswith(NOT_CHOSEN):
+        summary.not_exported.append((task_id, reason))

@@ -34,9 +34,9 @@ import pyarrow as pa
 
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment, detect
-from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
 from logmine.export import bundle
 from logmine.export.images import DEFAULT_PREFIX, ImageBuilder, ImageOptions
+from logmine.export.outdir import note_skip
 from logmine.export.swe_card import card
 from logmine.export.swe_check import CheckFailed, Runtime, TestSpec, check_instance, environment, replay
 from logmine.export.tmax import ExportError, NothingToExport
@@ -52,7 +52,6 @@ from logmine.workspace import NotRebuilt, RebuiltTree, rebuild
 SCHEMA = Path(__file__).parents[1] / "schemas" / "swe_instance.schema.json"
 DATA_FILE = "data/test-00000-of-00001.parquet"
 _REJECTED = ("does not validate", "solution incomplete", "instance check could not run")  # listed as rejected
-_NOT_CHOSEN = ("no validated verifier", "no verifier candidate")  # never meant for the export
 _VERDICTS_SQL = """SELECT verifier_id, status, env_mode, test_runner, graded_by, tests_fail_to_pass, tests_pass_to_pass
 FROM verifiers WHERE task_id = ? AND seg_gen = ?"""
 # a test file by its name or directory (pytest, unittest, go, JavaScript runners)
@@ -151,7 +150,7 @@ def export_swe(config: SweExportConfig, progress: Callable[[int, int], None] | N
                         (config.out / row["start_state"]).unlink(missing_ok=True)
                     row, reason = None, f"invalid row: {errors[0]}"
             if row is None:
-                _skip(summary, task.task_id, reason or "not exported")
+                note_skip(summary, task.task_id, reason or "not exported", _REJECTED)
             else:
                 rows.append(row)
                 summary.with_base_commit += row["base_commit"] is not None
@@ -161,14 +160,6 @@ def export_swe(config: SweExportConfig, progress: Callable[[int, int], None] | N
     _write_outputs(config, rows, summary, redactor)
     summary.instances, summary.redactions = len(rows), redactor.counts
     return summary
-
-
-def _skip(summary: SweExportSummary, task_id: str, reason: str) -> None:
-    summary.skipped[reason.split(":")[0]] += 1
-    if reason.startswith(_REJECTED):
-        summary.rejects.append((task_id, reason))
-    if not reason.startswith(_NOT_CHOSEN):
-        summary.not_exported.append((task_id, reason))
 
 
 def _verifier(item: TaskInput, verdicts: dict[str, dict]) -> tuple[Candidate | None, dict | None, str | None]:
@@ -226,7 +217,8 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
         problem = check_instance(seeds, patch, test_patch, spec, runtime)
         if problem:
             return None, problem
-        setup, base_image = environment_setup(env, seeds)
+        # the install recipe as a Dockerfile whose build context is the repository at its start state
+        setup, base_image = bundle.dockerfile(env, seeds, seeds=".")
         if builder is not None:
             try:
                 setup = builder.image_for(env, seeds, Path(state.root).name) or base_image
@@ -246,17 +238,6 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
         "start_state": None if base else f"start_states/{instance_id}.tar.gz",
         "task_id": task.task_id, "session_id": task.session_id, "source": config.source,
     }, None
-
-
-def environment_setup(env: Environment, tree: Path) -> tuple[str, str]:
-    """The instance's install recipe as a Dockerfile whose build context is the repository at its start
-    state, and its base image; the language's base image with the repository when nothing is installed."""
-    try:
-        recipe = recipe_for(env, tree)
-    except NoRecipe:
-        base = NODE_IMAGE if "node" in env.languages and "python" not in env.languages else PYTHON_IMAGE
-        return f"FROM {base}\nWORKDIR /workspace\nCOPY . /workspace/\n", base
-    return recipe.dockerfile(seeds="."), recipe.base_image
 
 
 def _test_spec(verifier: Candidate, verdict: dict, state: RebuiltTree, rel: str) -> TestSpec:

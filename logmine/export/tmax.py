@@ -26,11 +26,11 @@ import pyarrow as pa
 
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment, detect
-from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
 from logmine.errors import LogmineError
 from logmine.export import bundle
 from logmine.export.check import check_bundle
 from logmine.export.images import DEFAULT_PREFIX, ImageBuilder, ImageOptions
+from logmine.export.outdir import note_skip
 from logmine.pipeline import packaged_default
 from logmine.protocol import SYSTEM_PROMPT, USER_PROMPT
 from logmine.redact import Redactor, write_table, write_text
@@ -42,7 +42,6 @@ from logmine.workspace import NotRebuilt, read_inside, rebuild
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
 _REJECTED = ("solution incomplete", "does not reproduce", "bundle check could not run")
-_NOT_CHOSEN = ("no validated verifier", "no verifier candidate")  # never meant for the export
 _KIND_RANK = {"test_command": 0, "check_command": 1, "file_diff": 2}
 # each verifier's verdict, and the tests it rests on when verify graded it by test
 _VERDICTS_SQL = """SELECT verifier_id, status, test_runner, graded_by, tests_fail_to_pass, tests_pass_to_pass
@@ -162,11 +161,7 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
                 else:
                     rows.append(row)
             if reason:
-                summary.skipped[reason.split(":")[0]] += 1
-                if reason.startswith(_REJECTED):
-                    summary.rejects.append((task.task_id, reason))
-                if not reason.startswith(_NOT_CHOSEN):
-                    summary.not_exported.append((task.task_id, reason))
+                note_skip(summary, task.task_id, reason, _REJECTED)
             if progress:
                 progress(done, len(tasks))
     summary.images = dict(builder.tags) if builder else {}
@@ -207,7 +202,7 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
         commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
             [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
         env = known or detect(state.path, commands, state.root)
-        dockerfile, image = _dockerfile(env, state.path, config.image)
+        dockerfile, image = bundle.dockerfile(env, state.path, config.image)
         _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor,
                       state.root, _by_test(status.get(verifier.verifier_id)))
         if config.check:
@@ -242,19 +237,6 @@ def _by_test(verdict: dict | None) -> bundle.ByTest | None:
         return None
     return bundle.ByTest(verdict["test_runner"], tuple(verdict["tests_fail_to_pass"]),
                          tuple(verdict["tests_pass_to_pass"] or ()))
-
-
-def _dockerfile(env: Environment, tree: Path, image: str | None) -> tuple[str, str]:
-    """The bundle's Dockerfile and the image the row names: the install recipe on its base image,
-    the language's base image with the seeds when there is nothing to install, or ``image`` as it is."""
-    if image:
-        return f"FROM {image}\nWORKDIR /workspace\nCOPY seeds/ /workspace/\n", image
-    try:
-        recipe = recipe_for(env, tree)
-    except NoRecipe:
-        base = NODE_IMAGE if "node" in env.languages and "python" not in env.languages else PYTHON_IMAGE
-        return f"FROM {base}\nWORKDIR /workspace\nCOPY seeds/ /workspace/\n", base
-    return recipe.dockerfile(), recipe.base_image
 
 
 def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
