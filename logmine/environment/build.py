@@ -101,7 +101,7 @@ def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeo
                "LOGMINE_TOOLS": str(tools), "PATH": f"{tools}/bin:" + os.environ.get("PATH", DEFAULT_PATH)}
         env.pop("VIRTUAL_ENV", None)
         try:
-            _run(["sh", "-c", recipe.script()], work, env, timeout_s, "prefix build")
+            run_step(["sh", "-c", recipe.script()], work, env, timeout_s, "prefix build")
         except EnvironmentUnavailable as exc:
             _FAILED[str(root)] = str(exc)
             raise
@@ -180,7 +180,7 @@ def build_image(recipe: Recipe, tree: Path, engine: str, *, timeout_s: float = B
         seeds.mkdir(exist_ok=True)
         lines = recipe.dockerfile(workdir=workdir).splitlines()[:-1]  # without the final copy of the whole start state
         (Path(context) / "Dockerfile").write_text("\n".join(lines) + "\n")
-        _run([engine, "build", *build_options(engine), "--network", "host", "-q", "-t", tag, context], Path(context),
+        run_step([engine, "build", *build_options(engine), "--network", "host", "-q", "-t", tag, context], Path(context),
              dict(os.environ), timeout_s, f"{engine} build")
     return Built(tag, False, time.monotonic() - started)
 
@@ -211,7 +211,9 @@ def registries_unreachable(recipe: Recipe, timeout_s: float = 5.0) -> str | None
     return None
 
 
-def _run(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str) -> None:
+def run_step(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str) -> None:
+    """Run one build step (``what`` names it); raises :class:`EnvironmentUnavailable` with the reason
+    when it times out, cannot start or fails (the failure's first error line, a registry unreachable)."""
     try:
         done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s,
                               stdin=subprocess.DEVNULL)

@@ -17,13 +17,13 @@ A task with nothing to install keeps the language's base image: building would o
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logmine.environment.build import EnvironmentUnavailable, build_image
+from logmine.environment.build import build_image, run_step
 from logmine.environment.detect import Environment
 from logmine.environment.recipe import NoRecipe, recipe_for
 from logmine.errors import LogmineError
@@ -59,9 +59,11 @@ class ImageBuilder:
         if self.options.push and prefix == DEFAULT_PREFIX:
             raise ImageError("--push needs --image-prefix REGISTRY/NAMESPACE (where the images go)")
         self.engine = self.options.engine or next((e for e in ENGINES if shutil.which(e)), "")
+        if not self.engine:
+            raise ImageError("--build-images needs podman or docker; neither is installed")
         if self.engine not in ENGINES or shutil.which(self.engine) is None:
-            raise ImageError(f"--build-images needs podman or docker; {self.options.engine or 'neither'} "
-                             "is installed")
+            raise ImageError(f"--build-images needs podman or docker; {self.engine} is "
+                             f"{'not installed' if self.engine in ENGINES else 'neither'}")
 
     def image_for(self, env: Environment, seeds: Path, name: str) -> str | None:
         """The tag of the image holding ``env``'s dependencies for the tree ``seeds``, built and
@@ -82,15 +84,7 @@ class ImageBuilder:
         return tag
 
     def _engine(self, *args: str) -> None:
-        what = f"{self.engine} {args[0]}"
-        try:
-            done = subprocess.run([self.engine, *args], capture_output=True, text=True, timeout=PUSH_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            raise EnvironmentUnavailable(f"{what} timed out after {PUSH_TIMEOUT_S:.0f} s") from exc
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
-            raise EnvironmentUnavailable(f"{what} failed (exit {done.returncode}): {tail[0][:300]}")
+        run_step([self.engine, *args], Path.cwd(), dict(os.environ), PUSH_TIMEOUT_S, f"{self.engine} {args[0]}")
 
 
 def _image_name(name: str) -> str:

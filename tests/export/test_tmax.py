@@ -175,7 +175,9 @@ def test_build_images_refuses_what_cannot_work(exported, tmp_path, monkeypatch):
     with pytest.raises(ImageError, match="invalid --image-prefix"):
         ImageBuilder(ImageOptions(prefix="Registry Host/ns"))
     monkeypatch.setenv("PATH", str(tmp_path))  # neither podman nor docker
-    with pytest.raises(ImageError, match="needs podman or docker"):
+    with pytest.raises(ImageError, match="needs podman or docker; neither is installed"):
         export_tmax(TmaxExportConfig(store=store, out=tmp_path / "b", build_images=True))
+    with pytest.raises(ImageError, match="docker is not installed"):
+        ImageBuilder(ImageOptions(engine="docker"))
     assert not (tmp_path / "b").exists()
     assert _image_name("My Project (copy)") == "my-project-copy" and _image_name("...") == "task"
