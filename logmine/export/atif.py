@@ -18,8 +18,6 @@ The directory is written next to ``OUT`` and moved into place at the end, as ``e
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -36,7 +34,7 @@ import orjson
 
 from logmine import __version__
 from logmine.errors import LogmineError
-from logmine.export.outdir import markdown_table, move_into_place
+from logmine.export.outdir import markdown_table, staged
 from logmine.export.trajectory import (
     EVENT_COLUMNS,
     EVENTS_WHERE,
@@ -135,8 +133,8 @@ def export_atif(config: AtifExportConfig, progress: Callable[[int, int], None] |
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     options = TrajectoryOptions(config.tools, config.reasoning, system_prompt="")
     summary = AtifExportSummary(out=config.out)
-    staging = _staging(config.out)
-    try:
+    with staged(config.out, AtifExportError) as staging:
+        (staging / "trajectories").mkdir()
         with nullcontext(store) if store is not None else _open_store(config.store) as store:
             tasks = _tasks(store)
             summary.tasks = len(tasks)
@@ -152,11 +150,6 @@ def export_atif(config: AtifExportConfig, progress: Callable[[int, int], None] |
         summary.redactions = writer.redactor.counts
         summary.elapsed_s = time.monotonic() - started
         write_text(staging / "README.md", _card(config, summary), writer.redactor)
-        move_into_place(staging, config.out)
-    except OSError as exc:
-        raise AtifExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     summary.elapsed_s = time.monotonic() - started
     return summary
 
@@ -169,16 +162,6 @@ def _check(config: AtifExportConfig, has_store: bool) -> None:
         raise AtifExportError(f"no logmine store at {config.store}")
     if config.out.exists() and (not config.out.is_dir() or any(config.out.iterdir())) and not config.overwrite:
         raise AtifExportError(f"output directory {config.out} is not empty", "pass --overwrite to replace it")
-
-
-def _staging(out: Path) -> Path:
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-        (staging / "trajectories").mkdir()
-    except OSError as exc:
-        raise AtifExportError(f"cannot write to {out.parent}: {exc.strerror}") from exc
-    return staging
 
 
 def _open_store(path: Path) -> Store:

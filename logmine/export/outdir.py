@@ -5,9 +5,30 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+
+@contextmanager
+def staged(out: Path, error: Callable[[str], Exception]) -> Iterator[Path]:
+    """A new directory beside ``out`` to write an export into: moved into place as ``out`` when the
+    block ends without an exception (:func:`move_into_place`), removed in any case. An ``OSError``
+    (making it, writing it, moving it) becomes ``error(message)``."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
+    except OSError as exc:
+        raise error(f"cannot write to {out.parent}: {exc.strerror}") from exc
+    try:
+        yield staging
+        move_into_place(staging, out)
+    except OSError as exc:
+        raise error(f"cannot write {out}: {exc.strerror or exc}") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def move_into_place(staging: Path, out: Path) -> None:

@@ -15,8 +15,6 @@ into place at the end: an interrupted export leaves no partial dataset.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -31,7 +29,7 @@ import orjson
 import pyarrow as pa
 
 from logmine.errors import LogmineError
-from logmine.export.outdir import move_into_place
+from logmine.export.outdir import staged
 from logmine.export.render import ACTION, OBSERVATION, SOURCES, UNSTABLE_MODES, Renderer, load_tokenizer
 from logmine.export.sft_card import card
 from logmine.export.trajectory import (
@@ -155,12 +153,7 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
     renderer = _renderer(config) if config.tokenizer else None
     summary = SftExportSummary(out=config.out)
     options = TrajectoryOptions(config.tools, config.reasoning, config.system_prompt)
-    try:
-        config.out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{config.out.name}.partial-", dir=config.out.parent))
-    except OSError as exc:
-        raise SftExportError(f"cannot write to {config.out.parent}: {exc.strerror}") from exc
-    try:
+    with staged(config.out, SftExportError) as staging:
         data = _Shards(staging / "data", "train", lambda rows: pa.Table.from_pylist(rows, schema=DATA),
                        config.shard_rows)
         tokens = _Shards(staging / "tokens", "tokens", token_table, config.shard_rows) if renderer else None
@@ -197,11 +190,6 @@ def export_sft(config: SftExportConfig, progress: Callable[[int, int], None] | N
         write_table(pa.Table.from_pylist(rejects, schema=REJECTS), staging / "rejects.parquet", data.redactor)
         summary.elapsed_s = time.monotonic() - started
         write_text(staging / "README.md", card(config, summary, renderer), data.redactor)
-        move_into_place(staging, config.out)
-    except OSError as exc:
-        raise SftExportError(f"cannot write {config.out}: {exc.strerror or exc}") from exc
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     summary.elapsed_s = time.monotonic() - started
     return summary
 
