@@ -31,8 +31,10 @@ import json
 import random
 import string
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import LoopbackServer
 
 # Tools renamed between CLI versions: the scenario names one, the server uses whichever is offered.
 TOOL_ALIASES = {"Task": ("Task", "Agent"), "Agent": ("Agent", "Task")}
@@ -69,7 +71,7 @@ def _chunks(text: str, n: int = 3) -> list[str]:
     return [text[i:i + k] for i in range(0, len(text), k)]
 
 
-class MockMessagesServer:
+class MockMessagesServer(LoopbackServer):
     """Scripted Anthropic Messages API on 127.0.0.1:<ephemeral port>.
 
     Use as a context manager; call :meth:`begin_turn` before each CLI invocation.  ``requests``
@@ -86,37 +88,10 @@ class MockMessagesServer:
         self._rnd = random.Random(seed)
         self._msg_ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------
-    def __enter__(self) -> MockMessagesServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
+    # -- lifecycle (LoopbackServer: stop, port, context manager) ----------
     def start(self) -> None:
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="mock-messages",
-                                        daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
+        self.serve(_handler(self), "mock-messages")
 
     @property
     def base_url(self) -> str:

@@ -8,8 +8,10 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import LoopbackServer
 
 # --------------------------------------------------------------------------
 # scripted Responses API
@@ -30,7 +32,7 @@ def _offered_tools(body: dict) -> dict[str, str | None]:
     return tools
 
 
-class MockResponsesServer:
+class MockResponsesServer(LoopbackServer):
     """Scripted OpenAI Responses API on 127.0.0.1:<ephemeral port>.
 
     Use as a context manager.  Call :meth:`begin_turn` before each CLI
@@ -46,17 +48,8 @@ class MockResponsesServer:
         self._turn_counter = itertools.count()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------
-    def __enter__(self) -> MockResponsesServer:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
+    # -- lifecycle (LoopbackServer: stop, port, context manager) ----------
     def start(self) -> None:
         server = self
 
@@ -95,25 +88,7 @@ class MockResponsesServer:
                 data = server._answer(self.path, body if isinstance(body, dict) else {})
                 self._send(200, "text/event-stream", data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="mock-responses",
-                                        daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._httpd = None
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
-
-    @property
-    def port(self) -> int:
-        assert self._httpd is not None, "server not started"
-        return self._httpd.server_address[1]
+        self.serve(Handler, "mock-responses")
 
     @property
     def base_url(self) -> str:
