@@ -7,6 +7,22 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class ScriptedHandler(BaseHTTPRequestHandler):
+    """A request handler for a stand-in: HTTP/1.1, silent, with ``_send`` for a whole answer."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a: object) -> None:  # keep test output clean
+        pass
+
+    def _send(self, code: int, ctype: str, data: bytes) -> None:
+        self.send_response(code)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 class LoopbackServer:
     """Subclasses define :meth:`start`, which calls :meth:`serve` with their request handler."""
 

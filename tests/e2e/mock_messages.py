@@ -34,7 +34,7 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from loopback import LoopbackServer
+from loopback import LoopbackServer, ScriptedHandler
 
 # Tools renamed between CLI versions: the scenario names one, the server uses whichever is offered.
 TOOL_ALIASES = {"Task": ("Task", "Agent"), "Agent": ("Agent", "Task")}
@@ -249,19 +249,7 @@ def _side_answer(body: dict) -> str:
 
 
 def _handler(server: MockMessagesServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a: object) -> None:  # keep test output clean
-            pass
-
-        def _send(self, code: int, ctype: str, data: bytes) -> None:
-            self.send_response(code)
-            self.send_header("content-type", ctype)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(ScriptedHandler):
         def do_GET(self) -> None:
             with server._lock:
                 server.requests.append({"method": "GET", "path": self.path, "turn": server.turn,

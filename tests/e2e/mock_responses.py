@@ -8,10 +8,9 @@ from __future__ import annotations
 import itertools
 import json
 import threading
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from loopback import LoopbackServer
+from loopback import LoopbackServer, ScriptedHandler
 
 # --------------------------------------------------------------------------
 # scripted Responses API
@@ -53,19 +52,7 @@ class MockResponsesServer(LoopbackServer):
     def start(self) -> None:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a: object) -> None:  # keep test output clean
-                pass
-
-            def _send(self, code: int, ctype: str, data: bytes) -> None:
-                self.send_response(code)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(ScriptedHandler):
             def do_GET(self) -> None:
                 with server._lock:
                     server.requests.append({"method": "GET", "path": self.path, "turn": server.turn})
