@@ -104,7 +104,8 @@ def test_kill_9_then_rerun_equals_a_clean_run(tmp_path):
     deadline = time.monotonic() + 15
     while [pid for pid in left if _running(pid)] and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert left and not [pid for pid in left if _running(pid)]  # none outlives its ingest
+    survivors = [pid for pid in left if _running(pid)]
+    assert left and not survivors, [_describe(pid) for pid in survivors]  # none outlives its ingest
     rerun = subprocess.run(cmd, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     got = _events(store), query(store, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
@@ -135,6 +136,16 @@ def _running(pid: int) -> bool:
         return _stat(pid)[0] != "Z"
     except OSError:
         return False
+
+
+def _describe(pid: int) -> str:
+    """What a process is (for a failure message): pid, state, parent and command line."""
+    try:
+        state, parent = _stat(pid)
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return f"{pid}: gone"
+    return f"{pid}: state {state}, parent {parent}: {command}"
 
 
 def _stat(pid: int) -> tuple[str, int]:
