@@ -198,9 +198,11 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
         if action.kind == "command":
             workdir = action.workdir if action.workdir and within(action.workdir, root) else cwd
             command = action.command.replace(root, "$WORKSPACE")
-            if not _parses(command):  # as replayed, a command that bash cannot parse fails alone
-                command = f"eval {shlex.quote(command)}"
-            lines.append(f'(cd "$WORKSPACE/{os.path.relpath(workdir, root)}" && {command})')
+            cd = f'(cd "$WORKSPACE/{os.path.relpath(workdir, root)}" && '
+            line = f"{cd}{command}\n)"  # ``)`` on a line of its own: a command may end in a # comment
+            if not _parses(line):  # as replayed, a command that bash cannot parse fails alone
+                line = f"{cd}eval {shlex.quote(command)})"
+            lines.append(line)
             continue
         try:  # paths relative to the repository root, as verify replays them (absolute ones included)
             ops = rooted(action.ops, action.workdir or cwd, root)

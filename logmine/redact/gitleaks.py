@@ -29,6 +29,14 @@ _KINDS = (
 )
 # Rules not run, beyond those scoped to file paths (a log line has none).
 _DISABLED = {"database-password": "no entropy gate: fires on shell text such as `pwd || echo ok`"}
+# gitleaks' regexes replaced by ours. Its private-key body, ``[\s\S-]{64,}?`` up to the next
+# ``KEY-----``, runs from a block cut short (``head -4 key.pem``) across any text to the armour of the
+# next block: that text was replaced too, a script's ``cd`` becoming ``rm``. A body never holds five
+# dashes in a row, so it ends at its own END line (the cut block is ``pem-private-key-open``'s).
+_REGEX = {
+    "private-key": r"(?i)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-{1,4}[^-]){64,}?"
+                   r"-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
+}
 # Literals (case-sensitive) without which a rule cannot match: its keywords alone ("ey", "sk",
 # "curl") are everyday words that would run it on nearly every line.
 _REQUIRED = {
@@ -202,7 +210,7 @@ def load_gitleaks() -> tuple[list[Rule], dict[str, str], tuple[Allow, ...]]:
         if not reason:
             try:
                 regex = _compile(functools.reduce(lambda p, fix: p.replace(*fix), _JSON_WIDENING,
-                                                  spec["regex"].replace(_CONTEXT, "")))
+                                                  _REGEX.get(rid, spec["regex"]).replace(_CONTEXT, "")))
                 allow = _allowlists(spec.get("allowlists", ()))
             except re.error as exc:
                 reason = f"cannot port: {exc}"

@@ -53,3 +53,8 @@ def test_a_bundle_already_solved_on_its_seeds_is_rejected(tmp_path):
     bundle = _bundle(tmp_path, "grep -q no answer.txt", "true")
     assert check_bundle(bundle, Environment(), None).problem == (
         "does not reproduce: reward 1 on the seeds (expected 0)")
+
+
+def test_a_solution_that_does_not_parse_is_rejected(tmp_path):
+    bundle = _bundle(tmp_path, "grep -q yes answer.txt", "(echo yes > answer.txt\n(cd . && true")
+    assert check_bundle(bundle, Environment(), None).problem.startswith("solution does not parse: ")

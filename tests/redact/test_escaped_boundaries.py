@@ -1,6 +1,7 @@
 """A secret that starts a line is found when the newline before it is escaped (once or twice) in
 JSON text, as in a prompt or tool output inside a log line: the rule's leading boundary sees ``n``
-of ``\\n``, not a newline. Two PEM blocks in one text, the first cut short, are both found."""
+of ``\\n``, not a newline. Two PEM blocks in one text, the first cut short, are both found, and
+the text between them is left as it was."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 import pytest
 from redact.planted import planted
 
-from logmine.redact import Redactor
+from logmine.redact import Mask, Redactor
 
 PLANTED = planted()  # random on every run
 ENGINES = [None, "keywords"]
@@ -35,6 +36,21 @@ def test_a_cut_pem_block_then_a_whole_one(engine):
     for line in (json.dumps({"content": text}), json.dumps({"output": json.dumps({"output": text})})):
         out = Redactor(engine).redact_json_line(line)
         assert not [n for n in cut.needles + gcp.needles if n in out], out[:300]
+
+
+@pytest.mark.parametrize("mask", [None, Mask(bytes(range(32)))], ids=["placeholder", "pseudonym"])
+def test_text_between_a_cut_pem_block_and_the_next_is_kept(mask):
+    """A script that echoes a cut block, then runs it (as a bundle's solve.sh replays a session):
+    gitleaks' private-key body once ran from the first BEGIN to the next block's armour, replacing
+    the commands between (a pseudonym turned ``cd`` into another word, a placeholder left the second
+    block's body in clear)."""
+    cut = next(p for p in PLANTED if p.kind == "private_key" and "head -4" in p.text)
+    cd = '(cd "$WORKSPACE/." && '
+    text = f"{cd}echo '{cut.text}' >> notes.txt)\n{cd}{cut.text})\n{cd}echo done)\n"
+    out = (Redactor(mask=mask) if mask else Redactor()).redact_text(text)
+    assert not [n for n in cut.needles if n in out], out
+    assert out.count(cd) == 3 and "' >> notes.txt)\n" in out and out.count("$ head -4 key.pem\n") == 2, out
+    assert out.count("-----BEGIN RSA PRIVATE KEY-----") == (2 if mask else 0), out
 
 
 @pytest.mark.parametrize("cut", range(4))

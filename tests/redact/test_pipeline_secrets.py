@@ -51,6 +51,7 @@ class Run:
     sft: Path
     tmax: Path
     statuses: dict[str, int]  # (kind, status) of verifiers, counted
+    not_exported: list[tuple[str, str]]  # (task_id, why) of tasks export tmax chose yet did not write
 
 
 def _repo(path: Path) -> str:
@@ -95,9 +96,9 @@ def pipeline(tmp_path_factory) -> Run:
     verified = verify(VerifyConfig(store=store, jobs=2))
     sft, tmax = tmp / "sft", tmp / "tmax"
     export_sft(SftExportConfig(store=store, out=sft))
-    export_tmax(TmaxExportConfig(store=store, out=tmax))
+    exported = export_tmax(TmaxExportConfig(store=store, out=tmax))
     statuses = {f"{kind}:{status}": n for (kind, status), n in verified.statuses.items()}
-    return Run([session, repo], store, sft, tmax, statuses)
+    return Run([session, repo], store, sft, tmax, statuses, exported.not_exported)
 
 
 def test_every_secret_is_planted_in_every_channel(pipeline):
@@ -125,7 +126,7 @@ def test_the_pipeline_did_the_work(pipeline):
     excerpts = query(pipeline.store, "SELECT before_excerpt FROM verifications WHERE before_excerpt LIKE '%REDACTED%'")
     assert len(excerpts) >= len(PLANTED) - 2  # the replayed output held the secret, redacted at the gate
     assert list((pipeline.sft / "data").glob("*.parquet")) and (pipeline.tmax / "task-data.tar.gz").is_file()
-    assert len(list((pipeline.tmax / "tasks").iterdir())) == 1
+    assert len(list((pipeline.tmax / "tasks").iterdir())) == 1, pipeline.not_exported
 
 
 def test_store_holds_no_planted_secret(pipeline):
@@ -201,9 +202,9 @@ def home_pipeline(request, tmp_path_factory) -> tuple[Run, list[str]]:
     verified = verify(VerifyConfig(store=store, jobs=2, plain_dirs=plain_dirs))
     sft, tmax = tmp / "sft", tmp / "tmax"
     export_sft(SftExportConfig(store=store, out=sft))
-    export_tmax(TmaxExportConfig(store=store, out=tmax, plain_dirs=plain_dirs, include_unvalidated=True))
+    exported = export_tmax(TmaxExportConfig(store=store, out=tmax, plain_dirs=plain_dirs, include_unvalidated=True))
     statuses = {f"{kind}:{status}": n for (kind, status), n in verified.statuses.items()}
-    return Run([session, home], store, sft, tmax, statuses), needles
+    return Run([session, home], store, sft, tmax, statuses, exported.not_exported), needles
 
 
 def test_home_directory_secrets_stay_out_of_the_store_and_sft(home_pipeline):

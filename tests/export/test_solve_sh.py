@@ -1,0 +1,40 @@
+"""``solution/solve.sh`` replays a task's actions as written: every command in its own subshell, then
+the patch's file writes, and nothing a command holds (a ``#`` comment, an unbalanced quote the session
+saw fail) swallows what follows it. Each script is run by bash on a copy of the start tree."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from logmine.export.bundle import solve_sh
+from logmine.patch import parse_patch
+from logmine.segment.records import Action
+
+ROOT = "/home/user/proj"
+FIX = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n-    return a - b\n+    return a + b\n*** End Patch\n"
+COMMANDS = [
+    # a Django key with `&#`: bash reads the rest of the line as a comment (once ate the subshell's `)`)
+    "echo 'SECRET_KEY = 'ab$c&#de(fg)h'' >> notes.txt",
+    "echo done # a trailing comment )",
+    "echo 'unbalanced",  # the session saw it fail; as replayed it fails alone
+    "cat > hello.txt <<'EOF'\nhello\nEOF",
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_patch_after_a_command_is_applied(tmp_path, command):
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    actions = (Action(0, "command", "c1", command=command, workdir=ROOT),
+               Action(1, "patch", "c2", ops=tuple(parse_patch(FIX)), workdir=ROOT))
+    scratch = tmp_path / "scratch"
+    subprocess.run(["cp", "-r", str(start), str(scratch)], check=True)
+    script = tmp_path / "solve.sh"
+    script.write_text(solve_sh(actions, scratch, ROOT, ROOT))
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0, script.read_text()
+    subprocess.run(["bash", str(script)], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
+                   capture_output=True, cwd=tmp_path)
+    assert (start / "calc.py").read_text() == "def add(a, b):\n    return a + b\n", script.read_text()
