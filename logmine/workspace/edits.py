@@ -19,6 +19,7 @@ recorded (uncommitted changes at the start): :class:`StartDiffered`, never valid
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ from logmine.environment.detect import detect
 from logmine.environment.host import host_environment
 from logmine.errors import LogmineError
 from logmine.patch import REDACTED_MARK, FileOp, PatchError, apply_hunks, apply_patch, render_patch, rooted, within
-from logmine.sandbox import Limits, backend_unavailable, open_sandbox
+from logmine.sandbox import CommandResult, Limits, backend_unavailable, open_sandbox
 from logmine.sandbox.workspace import copy_regular
 from logmine.segment.records import Action
 
@@ -167,7 +168,7 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
                 workdir = action.workdir if within(action.workdir, root) else cwd
                 result = box.run(action.command, cwd=workdir)
                 if action.failed_again(result.exit_code, result.error):
-                    failed.append(f"seq {action.seq} ({result.error or 'exit ' + str(result.exit_code)})")
+                    failed.append(f"seq {action.seq} ({_why(result)})")
         shutil.rmtree(tree)
         _copy_back(Path(box.workspace), tree)
     # the replay's .git stays until the rebuilt tree gets its own snapshot commit, on the branch it left
@@ -175,6 +176,22 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
     notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(failed[:3])}"
                                                           if failed else ""))
     return notes, failed
+
+
+_MISSING = re.compile(r"(?:command not found|No such file or directory|not found)\s*$", re.M)
+
+
+def _why(result: CommandResult) -> str:
+    """How a replayed command failed: the sandbox's error, else its exit status, with the line that
+    names what was missing when it was a command or file (``exit 127: ./ship/x.sh: No such file``):
+    a script the session ran from a folder the repository does not hold reads as such."""
+    if result.error:
+        return result.error
+    missing = _MISSING.search(result.output) if result.exit_code in (126, 127) else None
+    if missing is None:
+        return f"exit {result.exit_code}"
+    line = result.output[result.output.rfind("\n", 0, missing.start()) + 1:missing.end()].strip()
+    return f"exit {result.exit_code}: {line[-160:]}"
 
 
 def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:

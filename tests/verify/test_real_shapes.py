@@ -169,6 +169,24 @@ def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
                            "(seq 7 (exit 2))" in r["status_reason"] for r in failing), later
 
 
+NOTES_PATCH = "*** Begin Patch\n*** Update File: notes.md\n@@\n-draft\n+final\n*** End Patch\n"
+
+
+def test_a_script_missing_from_the_repository_is_named_in_the_reason(tmp_path):
+    """The author ran a script from a folder the repository does not hold (an untracked checkout
+    inside the project); it wrote notes.md, which a later patch edits. The reason names the script."""
+    repo = tmp_path / "work" / "proj"
+    commit = calc_repo(repo)
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Draft the notes").run("./tools/bin/draft-notes.sh --json", 0).agent("Drafted.")
+         .user("Fix add and finish the notes").run(TESTS, 1).patch(FIX).patch(NOTES_PATCH).run(TESTS, 0)
+         .agent("Done."))
+    store, _ = _verify(tmp_path, b)
+    reasons = {r["status_reason"] for (index, *_), r in _rows(store, b).items() if index == 1}
+    assert any("shell edit failed at replay (seq" in (why or "") and "exit 127: " in why
+               and "./tools/bin/draft-notes.sh: No such file or directory" in why for why in reasons), reasons
+
+
 def test_a_shell_edit_that_fails_here_gives_way_to_a_commit_made_before_the_next_task(tmp_path, monkeypatch):
     """The same macOS edit, but the author committed its result before the next task began: that task
     starts from the commit (its patches apply there) instead of stopping at the replay gap."""
