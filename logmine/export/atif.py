@@ -47,6 +47,7 @@ from logmine.export.trajectory import (
 )
 from logmine.ingest.records import Event, TokenUsage, thread_token_usage
 from logmine.redact import Redactor, write_text
+from logmine.segment.branches import active_events
 from logmine.segment.records import NoTasks, Task, read_tasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
@@ -192,6 +193,7 @@ def _export_batch(store: Store, tasks: list[Task], options: TrajectoryOptions, w
             events[path].append(event)
         elif (total := thread_token_usage(event.raw)) is not None:
             totals[path].append((event.seq, total))
+    events = active_events(store.con, events)  # a Claude Code turn abandoned for a retry is in no trajectory
     exits: dict[str, dict] = {p: {} for p in paths}
     for row in fetch_dicts(store.con.execute(_EXITS_SQL, [paths])):
         exits[row["source_path"]][row["call_id"]] = row["exit_code"]

@@ -46,6 +46,7 @@ from logmine.export.trajectory import (
 from logmine.ingest.records import Event
 from logmine.pipeline import packaged
 from logmine.redact import Redactor, write_table, write_text
+from logmine.segment.branches import active_events
 from logmine.segment.records import NoTasks, Task, read_tasks
 from logmine.store import CATALOG, Store, StoreError, fetch_dicts
 
@@ -254,6 +255,7 @@ class _Exporter:
         events: dict[str, list[Event]] = {p: [] for p in paths}
         for row in fetch_dicts(store.con.execute(_EVENTS_SQL, [paths])):
             events[row["source_path"]].append(Event.from_row(row))
+        events = active_events(store.con, events)  # a Claude Code turn abandoned for a retry is in no trajectory
         exits: dict[str, dict] = {p: {} for p in paths}
         for row in fetch_dicts(store.con.execute(_EXITS_SQL, [paths])):
             exits[row["source_path"]][row["call_id"]] = row["exit_code"]

@@ -75,8 +75,8 @@ _FILE_OP = "file_op/"
 _FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit"})
 _CLAUDE_CALL = "assistant/tool_use"
 # the events columns this module reads
-EVENT_COLUMNS = ("seq", "kind", "record_type", "text", "tool_name", "call_id", "arguments", "command", "workdir",
-                 "exit_code", "is_injected")
+EVENT_COLUMNS = ("seq", "line_no", "kind", "record_type", "text", "tool_name", "call_id", "arguments", "command",
+                 "workdir", "exit_code", "is_injected")
 # the events a conversation is built from, as a condition of an ``events`` query (its kind and record type)
 EVENTS_WHERE = (f"((kind IN ({', '.join(repr(k) for k in _KINDS)}) AND ("
                 + " OR ".join(f"record_type LIKE '{prefix}%'" for prefix in _VISIBLE)

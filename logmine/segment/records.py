@@ -21,6 +21,7 @@ import orjson
 from logmine.errors import LogmineError
 from logmine.ingest.records import Event
 from logmine.patch import FileOp
+from logmine.segment.branches import BRANCH, off_branch, read_lines
 from logmine.store import Store, fetch_dicts
 from logmine.store.tables import TASKS, VERIFIERS  # noqa: F401 - this stage's tables
 
@@ -76,8 +77,9 @@ class StartState:
     repo: Repo = Repo()
     ghost_commit: str | None = None  # Codex's snapshot commit of the turn, when it took one
     prior_patches: tuple[PriorPatch, ...] = ()
-    method: str | None = None  # ghost_snapshot | git_commit+patches | git_commit+edits | None (not rebuildable)
+    method: str | None = None  # ghost_snapshot | git_commit+patches | git_commit+edits | dated_commit | None (not rebuildable)
     untracked: tuple[str, ...] = ()  # files untracked in the work tree at the session's start (its first snapshot)
+    session_started: str | None = None  # ISO time; with no commit recorded, the start is the newest commit before it
 
     @property
     def commit(self) -> str | None:
@@ -89,7 +91,7 @@ class StartState:
         """From the decoded JSON object of ``tasks.start_state``."""
         return cls(Repo(**(row.get("repo") or {})), row.get("ghost_commit"),
                    tuple(PriorPatch(**p) for p in row.get("prior_patches") or ()), row.get("method"),
-                   tuple(row.get("untracked") or ()))
+                   tuple(row.get("untracked") or ()), row.get("session_started"))
 
     def prior_row(self) -> list[dict]:
         """``prior_patches`` as stored: a shell edit's ``command``/``workdir`` only where set."""
@@ -99,7 +101,8 @@ class StartState:
         """The JSON object stored (as text) in ``tasks.start_state``."""
         return {"repo": asdict(self.repo), "ghost_commit": self.ghost_commit,
                 "prior_patches": self.prior_row(), "method": self.method,
-                **({"untracked": list(self.untracked)} if self.untracked else {})}
+                **({"untracked": list(self.untracked)} if self.untracked else {}),
+                **({"session_started": self.session_started} if self.session_started else {})}
 
 
 # -- tasks -----------------------------------------------------------------------------------------
@@ -279,9 +282,11 @@ class TaskInput:
     prior: tuple[Action, ...]  # earlier tasks' patches and shell edits, redone onto the start commit
 
 
-_ACTIONS_SQL = """
-SELECT e.seq, e.kind, e.record_type, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
-FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ? AND e.kind IN ('tool_call', 'patch')
+# With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.
+_ACTIONS_SQL = f"""
+SELECT e.seq, e.line_no, e.kind, e.record_type, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
+FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ?
+  AND (e.kind IN ('tool_call', 'patch') OR e.record_type = '{BRANCH}')
 ORDER BY e.seq
 """
 _PRIOR_SQL = """
@@ -308,7 +313,9 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
     """A task with its candidates, replayable actions and the earlier patches its start state needs.
 
     ``calls_by_file`` caches each session file's tool calls across the tasks of one run.
-    Interactive ``write_stdin`` polls are not actions; a patch that did not apply is not either.
+    Interactive ``write_stdin`` polls are not actions; a patch that did not apply is not either, nor
+    are the actions of a Claude Code branch the session abandoned inside the task's span
+    (:mod:`logmine.segment.branches`).
     """
     con, path = store.con, task.source_path
     cache = {} if calls_by_file is None else calls_by_file
@@ -322,6 +329,9 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
             by_call.setdefault(row["call_id"], []).append(Event.from_row(row))
     events = [Event.from_row(row) for row in fetch_dicts(con.execute(_ACTIONS_SQL, [path, task.first_seq,
                                                                                       task.last_seq]))]
+    if any(e.record_type == BRANCH for e in events):  # segment cut the task from the active branch only
+        off = off_branch(read_lines(con, [path]).get(path, ()))
+        events = [e for e in events if e.record_type != BRANCH and e.line_no not in off]
     patched = {e.call_id for e in events if e.kind == "patch"}
     actions: list[Action] = []
     for event in events:

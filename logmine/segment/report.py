@@ -20,6 +20,7 @@ def segment_summary_dict(summary: SegmentSummary, store: Path) -> dict:
         "fail_to_pass": summary.fail_to_pass,
         "tasks_without_candidate": dict(summary.without_candidate),
         "tasks_not_rebuildable": summary.not_rebuildable,
+        "off_branch": dict(summary.off_branch),
         "elapsed_s": round(summary.elapsed_s, 3),
     }
 
@@ -37,6 +38,10 @@ def render_segment_summary(console: Console, summary: SegmentSummary, store: Pat
     table.add_row("fail → pass", str(summary.fail_to_pass))
     table.add_row("tasks without a candidate", _counts(summary.without_candidate))
     table.add_row("tasks not rebuildable", str(summary.not_rebuildable))
+    if summary.off_branch:
+        off = summary.off_branch
+        table.add_row("off the active branch", f"{off['sessions']} Claude Code sessions: {off['lines']} lines, "
+                      f"{off['requests']} requests, {off['tool_calls']} tool calls (in no task)")
     table.add_row("store", str(store))
     console.print(table)
 

@@ -18,9 +18,10 @@ import pyarrow as pa
 from logmine.errors import LogmineError
 from logmine.ingest.records import GHOST_SNAPSHOT, Event
 from logmine.pipeline import load_pipeline
+from logmine.segment.branches import read_lines
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.records import TASKS, VERIFIERS, Task
-from logmine.segment.session import segment_session
+from logmine.segment.session import SessionResult, segment_session
 from logmine.segment.tasks import FollowupRules
 from logmine.store import CATALOG, DEFAULT_STORE, Store, fetch_dicts
 
@@ -35,7 +36,7 @@ ORDER BY f.source_path
 # Segment reads only patch events' arguments (their file operations). A part written before the
 # ghost_commit column existed reads it as NULL: its ghost snapshots bring their raw line (Event.from_row).
 _EVENTS_SQL = f"""
-SELECT source_path, seq, ts, kind, record_type, text, call_id, command, workdir, is_injected, injected_kind,
+SELECT source_path, seq, line_no, ts, kind, record_type, text, call_id, command, workdir, is_injected, injected_kind,
        copied_from, CASE WHEN kind = 'patch' THEN arguments END AS arguments, ghost_commit, ghost_untracked,
        CASE WHEN record_type = '{GHOST_SNAPSHOT}' AND ghost_commit IS NULL THEN raw END AS raw
 FROM events WHERE source_path IN (SELECT unnest(?)) ORDER BY source_path, seq
@@ -71,6 +72,7 @@ class SegmentSummary:
     fail_to_pass: int = 0
     without_candidate: Counter = field(default_factory=Counter)  # tasks without any candidate, by reason
     not_rebuildable: int = 0
+    off_branch: Counter = field(default_factory=Counter)  # Claude Code: sessions, lines, requests, tool_calls off the active branch
     elapsed_s: float = 0.0
 
 
@@ -113,11 +115,12 @@ def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, class
     calls: dict[str, dict[str, dict]] = {p: {} for p in paths}
     for call in fetch_dicts(con.execute(_CALLS_SQL, [paths])):
         calls[call.pop("source_path")][call["call_id"]] = call
+    lines = read_lines(con, paths)  # Claude Code files' uuid trees: their abandoned branches are no task's
     tasks, verifiers, state = [], [], []
     for path, file_gen, consumed in batch:
         seg_gen = store.new_gen()
         session = by_path.get(path) or {"session_id": None, "source_path": path}
-        result = segment_session(session, events[path], calls[path], rules, classifier)
+        result = segment_session(session, events[path], calls[path], rules, classifier, lines.get(path, ()))
         tasks += [replace(task, seg_gen=seg_gen).to_row() for task in result.tasks]
         verifiers += [replace(candidate, seg_gen=seg_gen).to_row() for candidate in result.verifiers]
         state.append((path, file_gen, consumed, seg_gen, len(result.tasks), result.no_task_reason))
@@ -126,7 +129,7 @@ def _segment_batch(store: Store, batch: list[tuple], rules: FollowupRules, class
                   "verifiers": pa.Table.from_pylist(verifiers, schema=VERIFIERS)}, {"segmented": state})
 
 
-def _account(summary: SegmentSummary, result) -> None:
+def _account(summary: SegmentSummary, result: SessionResult) -> None:
     summary.sessions_segmented += 1
     if result.no_task_reason:
         summary.no_task_reasons[result.no_task_reason.split(" of ")[0]] += 1
@@ -134,6 +137,9 @@ def _account(summary: SegmentSummary, result) -> None:
     summary.candidates.update(v.kind for v in result.verifiers)
     summary.fail_to_pass += sum(bool(v.fail_to_pass) for v in result.verifiers)
     summary.not_rebuildable += sum(not t.rebuildable for t in result.tasks)
+    if result.off_branch.lines:
+        off = result.off_branch
+        summary.off_branch.update(sessions=1, lines=off.lines, requests=off.requests, tool_calls=off.tool_calls)
     for task in result.tasks:
         if not task.n_candidates:
             summary.without_candidate[_why_no_candidate(task)] += 1

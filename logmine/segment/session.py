@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from logmine.ingest.records import Event
 from logmine.patch import FileOp, PatchError, rooted, within
+from logmine.segment.branches import Line, OffBranch, on_branch
 from logmine.segment.commands import CommandClassifier
 from logmine.segment.diffs import SessionFiles, compose
 from logmine.segment.records import Candidate, PriorPatch, Repo, StartState, Task, patch_applied
@@ -19,6 +22,7 @@ class SessionResult:
     tasks: list[Task]
     verifiers: list[Candidate]
     no_task_reason: str | None
+    off_branch: OffBranch = field(default_factory=OffBranch)  # what a Claude Code session's abandoned branches held
 
 
 @dataclass
@@ -29,19 +33,23 @@ class _History:
 
 
 def segment_session(session: dict, events: list[Event], calls: dict[str, dict], rules: FollowupRules,
-                    classifier: CommandClassifier) -> SessionResult:
+                    classifier: CommandClassifier, lines: Sequence[Line] = ()) -> SessionResult:
     """Tasks and candidates of one session file.
 
     ``events`` are the file's events in ``seq`` order (with ``ghost_commit``/``ghost_untracked`` of its
-    snapshots); ``calls`` its ``tool_calls`` rows by call_id.
+    snapshots, and ``line_no``); ``calls`` its ``tool_calls`` rows by call_id; ``lines`` a Claude Code
+    file's ``uuid`` tree (:func:`logmine.segment.branches.read_lines`): the events of lines off its
+    active trajectory are in no task, and counted in ``off_branch``.
     """
     source = session.get("source") or ""
     if source.startswith("subagent"):
         parent = session.get("parent_session_id")
         return SessionResult([], [], f"{source} session" + (f" of {parent}" if parent else ""))
+    events, off = on_branch(events, lines)
     spans = split_tasks(events, rules)
     if not spans:
-        return SessionResult([], [], "no genuine user request" if events else "empty session")
+        reason = "no genuine user request" + (" on the active branch" if off.requests else "")
+        return SessionResult([], [], reason if events else "empty session", off)
     # a resumed or forked session starts where its parent's copied history left the files
     files, history = SessionFiles(), _History(_copied_edits(events, spans[0].first_seq, calls, classifier))
     ghosts = [(e.seq, e.ghost_commit) for e in events if e.ghost_commit]
@@ -51,7 +59,7 @@ def segment_session(session: dict, events: list[Event], calls: dict[str, dict], 
         task, rows = _task(session, span, calls, classifier, files, history, ghosts, untracked)
         tasks.append(task)
         verifiers += rows
-    return SessionResult(tasks, verifiers, None)
+    return SessionResult(tasks, verifiers, None, off)
 
 
 def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: CommandClassifier,
@@ -129,6 +137,10 @@ def _start_state(session: dict, span: TaskSpan, history: _History,
     if ghost:  # Codex snapshots the work tree at the start of each turn
         return replace(state, method="ghost_snapshot"), True, None
     if not session.get("git_commit"):
+        started = session.get("started_at")
+        if session.get("cwd") and started:  # verify takes the newest commit made before the session began
+            when = started.isoformat() if isinstance(started, datetime) else str(started)
+            return replace(state, method="dated_commit", session_started=when), True, None
         return state, False, "no git commit recorded for the session" + ("" if session.get("cwd") else " and no cwd")
     shell = any(e.command is not None for e in history.edits)  # redone in a sandbox (logmine.workspace.edits)
     return replace(state, method="git_commit+edits" if shell else "git_commit+patches"), True, None

@@ -48,7 +48,7 @@ class RebuiltTree:
     cwd: str  # the session's original cwd (inside root)
     note: str | None = None  # a caveat about how it was rebuilt
     live: Path | None = None  # the live repository on this host (its ignored dependency directories)
-    method: str | None = None  # ghost_snapshot | git_commit+patches | later_commit | working tree
+    method: str | None = None  # ghost_snapshot | git_commit+patches | dated_commit | later_commit | working tree
     failed_edits: tuple[str, ...] = ()  # earlier shell edits that failed at replay: "seq N (why)"
 
 
@@ -123,6 +123,9 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         rel = os.path.relpath(local.resolve(), live.resolve())
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
         commit, method = _start_commit(recipe, live)
+        if method == "dated_commit":
+            notes.append(f"no commit recorded: started from {commit[:12]}, the newest commit made before the "
+                         f"session began ({recipe.session_started})")
         if method == "git_commit+patches" and recipe.ghost_commit:
             notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
@@ -137,7 +140,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             notes += redone
         except NotRebuilt as exc:
             unreplayed = exc
-    if method == "git_commit+patches":
+    if method in ("git_commit+patches", "dated_commit"):
         later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, unreplayed, failed, mask)
         if later is not None:
             method, failed, unreplayed, notes = "later_commit", [], None, later
@@ -170,7 +173,8 @@ def _agent_home(path: str) -> bool:
 
 
 def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
-    """The commit to export and the recipe used: the ghost snapshot, else the header's commit."""
+    """The commit to export and the recipe used: the ghost snapshot, else the header's commit, else
+    (none recorded) the newest commit made before the session began (:func:`_dated_commit`)."""
     if recipe.ghost_commit and _has_commit(live, recipe.ghost_commit):
         return recipe.ghost_commit, "ghost_snapshot"
     commit = recipe.repo.git_commit
@@ -178,13 +182,34 @@ def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
         if recipe.ghost_commit:
             raise NotRebuilt(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the repository at {live} "
                              "and the session recorded no commit to fall back to")
-        raise NotRebuilt("no commit recorded for the session")
+        dated = _dated_commit(live, recipe.session_started, recipe.repo.git_branch)
+        if dated is None:
+            raise NotRebuilt("no commit recorded for the session" + (
+                f", and the repository at {live} has none made before it began ({recipe.session_started})"
+                if recipe.session_started else ""))
+        return dated, "dated_commit"
     if not _has_commit(live, commit):
         what = f"ghost snapshot {recipe.ghost_commit[:12]} nor commit" if recipe.ghost_commit else "commit"
         raise NotRebuilt(f"{'neither ' if recipe.ghost_commit else ''}{what} {commit[:12]} is "
                          f"{'' if recipe.ghost_commit else 'not '}in the repository "
                          f"at {live} (fetch it, or point --repo-search at a clone that has it)")
     return commit, "git_commit+patches"
+
+
+def _dated_commit(live: Path, started: str | None, branch: str | None) -> str | None:
+    """The newest commit of ``live`` committed no later than ``started`` (an ISO time): on the
+    recorded ``branch`` when the clone has it (local, else ``origin/``), else on any ref. The tasks'
+    own patches then check it as they check a recorded commit: one that fails on a file nothing
+    replayed changed makes the task a dirty start (or finds a later commit), never validated."""
+    if not started:
+        return None
+    when = datetime.fromisoformat(started)
+    until = int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
+    refs = next(([ref] for ref in (branch, f"origin/{branch}") if ref and _git(live, "rev-parse", "--verify", "-q",
+                                                                                  f"{ref}^{{commit}}")), ["--all"])
+    listing = _git(live, "log", *refs, "--format=%ct %H", f"--until={until}")
+    dated = sorted((line.split() for line in (listing or "").splitlines()), key=lambda p: int(p[0]))
+    return dated[-1][1] if dated else None
 
 
 def _links_note(links: list[str]) -> list[str]:

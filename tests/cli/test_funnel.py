@@ -29,8 +29,9 @@ ADD_MUL = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n    
 
 
 @pytest.mark.parametrize(("reason", "category", "hint", "subject"), [
-    ("no git commit recorded for the session and no cwd", "no commit recorded", "recorded no commit", None),
-    ("no commit recorded for the session", "no commit recorded", "nothing to rebuild from", None),
+    ("no git commit recorded for the session and no cwd", "no commit recorded", "no commit recorded", None),
+    ("no commit recorded for the session, and the repository at /src/proj has none made before it began "
+     "(2026-01-01T00:00:00)", "no commit recorded", "made before the session began", None),
     ("repository not found at /home/a/proj (map it with --repo-map /home/a/proj=PATH, or search with "
      "--repo-search DIR)", "repository not found", "--repo-map OLD=NEW or --repo-search DIR", "/home/a/proj"),
     ("commit 0123456789ab is not in the repository at /src/proj (fetch it, or point --repo-search at a clone "

@@ -7,7 +7,7 @@ and runs the tests again (exit 0); the session is then resumed to add ``sub`` (`
 2.1.332 records the commit the session started from (abbreviated, in its ``session_context``); the
 test makes that repository again (the scenario's files, committed with the driver's fixed identity
 and date, so the hash is the recorded one) and maps the recorded cwd to it. 2.0.50 records no
-commit: its tasks are not rebuilt, with that reason.
+commit: its tasks start from the newest commit made before the session began, where there is one.
 """
 
 from __future__ import annotations
@@ -43,11 +43,11 @@ FIX_PATCH = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n- 
              "*** End Patch")
 
 
-def scenario_repo(path: Path) -> str:
+def scenario_repo(path: Path, date: str = REPO_DATE) -> str:
     """The fixadd scenario's repository as the driver made it (files, identity, date); its commit."""
     shutil.copytree(ROOT / "scenario-fixadd" / "repo", path)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(path), "GIT_CONFIG_NOSYSTEM": "1",
-           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_DATE": REPO_DATE, "GIT_COMMITTER_DATE": REPO_DATE}
+           "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=path, env=env, check=True, capture_output=True,
@@ -114,12 +114,31 @@ def test_the_fix_add_task_is_validated_and_graded_by_tests(verified):
     assert summary.tasks == 6
 
 
-def test_a_2_0_session_is_not_rebuilt_for_want_of_a_commit(verified):
+def test_a_2_0_session_without_a_commit_before_it_is_not_rebuilt(verified):
+    """2.0 records no commit: verify takes the newest commit made before the session began. The
+    scenario's commit is dated 5 s after this session's first line: there is none."""
     store, _, _, _ = verified
     rows = query(store, "SELECT v.status, v.status_reason FROM verifiers v JOIN tasks t USING (task_id) "
                         "WHERE t.session_id = ?", [SESSION_2_0])
-    assert rows and {(r["status"], r["status_reason"]) for r in rows} == {
-        ("not_rebuilt", "no git commit recorded for the session")}
+    assert rows and {r["status"] for r in rows} == {"not_rebuilt"}, rows
+    assert all(r["status_reason"].startswith("no commit recorded for the session, and the repository at ")
+               for r in rows), rows
+
+
+def test_a_2_0_session_starts_from_the_newest_commit_before_it(tmp_path):
+    """The same repository committed a minute before the 2.0 session began: its fix-add task is
+    validated from that commit, graded by tests."""
+    from logmine.verify import VerifyConfig, verify
+
+    commit = scenario_repo(tmp_path / "fixadd", date="1796526347 +0000")
+    store = tmp_path / "store"
+    ingest(IngestConfig(paths=(ROOT / "claude-2.0.50",), store=store, jobs=1))
+    segment(SegmentConfig(store=store))
+    verify(VerifyConfig(store=store, jobs=1, env_mode="none", repo_map=((RECORDED_CWD, str(tmp_path / "fixadd")),)))
+    test = _verifiers(store, _task(store, SESSION_2_0, 0))[("test_command", None)]
+    assert (test["status"], test["graded_by"]) == ("validated", "tests"), test
+    (note,) = query(store, "SELECT reason FROM verified WHERE task_id = ?", [test["task_id"]])
+    assert note["reason"].startswith(f"no commit recorded: started from {commit[:12]}"), note
 
 
 def _calls(messages: list[dict]) -> list[tuple[str, dict]]:
