@@ -21,7 +21,8 @@ from logmine.commandline import run_target, shell_script, simple_commands
 
 _WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-l?c\s+(.+)$", re.S)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)\s*(?:&&|;)\s*(.+)$", re.S)
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?\n\s*\2\s*(?:\n|$)", re.S)
+# a heredoc's body; the rest of its opening line stays (``cat <<'EOF' > notes.md``: the redirect is there)
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1([^\n]*)\n.*?\n\s*\2\s*(?:\n|$)", re.S)
 _SHELLS = {"bash", "sh", "zsh", "dash"}
 _WRITES = {">", ">>", ">|", "&>", "&>>"}
 
@@ -64,7 +65,7 @@ def executed(command: str) -> list[str]:
 
 def writes_file(command: str, _depth: int = 0) -> bool:
     """Does the line redirect output into a file (not ``/dev/null``, not a file descriptor)?"""
-    lexer = shlex.shlex(_HEREDOC.sub("\n", command), posix=True, punctuation_chars=";&|()<>")
+    lexer = shlex.shlex(_HEREDOC.sub(lambda m: m[3] + "\n", command), posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True
     lexer.commenters = "#"
     try:

@@ -26,7 +26,7 @@ from logmine.testresults import TestReport, fail_to_pass, pass_to_pass
 from logmine.verify.environment import EnvironmentRecord, modes_to_try
 from logmine.verify.grade import Grade, grade
 from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
-from logmine.workspace.edits import StartDiffered, explain, failing_path, patch_command, rooted
+from logmine.workspace.edits import StartDiffered, explain, failing_path, patch_command, retried, rooted
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
 MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
@@ -179,9 +179,12 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
 def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided):
     problems: list[str] = []
     failed: list[tuple[int, str]] = []  # commands that failed at replay: (seq, command)
+    skipped = retried(item.actions)  # a command refused by the session's sandbox, then re-run: only the re-run
     with _open(state, options, provided) as box:
         base = Path(box.workspace)
         for action in item.actions:
+            if action.seq in skipped:
+                continue
             if action.kind == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
                 try:
                     ops = rooted(action.ops, action.workdir or state.cwd, state.root)

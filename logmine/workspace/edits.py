@@ -112,6 +112,21 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
         raise StartDiffered(path, against)
 
 
+def retried(actions: Sequence[Action]) -> frozenset[int]:
+    """The seqs of commands the session saw fail and then ran again — the same command in the same
+    directory — and saw succeed: Codex's sandbox refused the first (a ``git checkout -b`` that could
+    not write ``.git``: "Operation not permitted") and the agent re-ran it with escalated permissions.
+    A replay runs only the retry: here the first run would succeed, and the retry would then fail on
+    what it made (a branch that already exists), taken for a shell edit that failed at replay."""
+    skipped = set()
+    for i, action in enumerate(actions):
+        if action.kind == "command" and action.failed and any(
+                later.kind == "command" and later.failed is False and later.command == action.command
+                and later.workdir == action.workdir for later in actions[i + 1:]):
+            skipped.add(action.seq)
+    return frozenset(skipped)
+
+
 def patch_command(ops: Sequence[FileOp]) -> str:
     """The ``apply_patch`` heredoc that makes ``ops`` (the sandbox's own apply_patch)."""
     patch = render_patch(ops)
@@ -155,8 +170,11 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
         if reason:
             raise NotRebuilt(f"earlier tasks edited files by shell; replaying them needs bwrap here ({reason})")
     host = host_environment(detect(tree, [a.command for a in prior if a.command]), live, root)
+    skipped = retried(prior)
     with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
         for action in prior:
+            if action.seq in skipped:
+                continue
             if action.kind == "patch":
                 ops = _rooted(action, cwd, root)
                 result = box.run(patch_command(ops), cwd=root)

@@ -45,6 +45,10 @@ def test_not_test_runs(command):
     ("git checkout -- x.py", True), ("git restore x.py", True), ("git restore --staged x.py", False),
     ("python - <<'PY'\nprint(1)\nPY", True), ("rm -rf build", True), ("python -m pytest -q 2>&1", False),
     ("ls -la", False), ("rg foo", False), ("git diff > /dev/null", False), ("git commit -m x", False),
+    # the redirect after a heredoc's opener (a real session wrote a checklist so; the next patch needed it)
+    ("cat <<'EOF' > specs/001/checklists/requirements.md\n# Checklist\nEOF", True),
+    ("cat <<EOF\nnot a redirect > here\nEOF", False),
+    ("mkdir -p specs/001/checklists", True), ("chmod +x scripts/gen.sh", True),
 ])
 def test_file_edits(command, edits):
     assert CLASSIFIER.edits_files(command) is edits

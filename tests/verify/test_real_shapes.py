@@ -284,3 +284,22 @@ def test_a_script_reads_the_branch_the_author_was_on(tmp_path):
     assert _rows(store, b)[(1, "test_command", None)]["status"] == "validated", _rows(store, b)
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
     assert "2 earlier shell edit(s) replayed" in note and "failed at replay" not in note, note
+
+
+def test_a_command_refused_by_the_sessions_sandbox_then_rerun_is_replayed_once(tmp_path):
+    """Codex's sandbox refused `git checkout -b` (it could not write .git); the agent re-ran it with
+    escalated permissions. Replayed twice, the second run would fail (the branch exists) and read as a
+    shell edit that failed at replay: only the run that succeeded is replayed."""
+    repo = tmp_path / "work" / "branchy"
+    commit = calc_repo(repo)
+    checkout = "git checkout -b 001-feature"
+    denied = "fatal: cannot lock ref 'refs/heads/001-feature': Operation not permitted"
+    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+                 .user("Start the feature and fix add").run(checkout, 128, output=denied).run(checkout, 0)
+                 .run(TESTS, 1).run(SHELL_FIX).run(TESTS, 0).agent("Fixed."))
+    store, _ = _verify(tmp_path, b)
+    rows = _rows(store, b)
+    assert rows[(0, "test_command", None)]["status"] == "validated"
+    assert rows[(1, "test_command", None)]["status"] == "validated", rows
+    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
+    assert "earlier shell edit(s) replayed" in note and "failed at replay" not in note, note
