@@ -197,7 +197,7 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
              "export PYTHONDONTWRITEBYTECODE=1  # same-size rewrites within a second: no stale .pyc"]
     skipped = retried(actions)  # as verify replays them: a command refused then re-run runs once
     for n, action in enumerate(actions):
-        if action.seq in skipped:
+        if n in skipped:
             continue
         if action.kind == "command":
             workdir = action.workdir if action.workdir and within(action.workdir, root) else cwd

@@ -43,6 +43,7 @@ from logmine.export.tmax import ExportError, NothingToExport
 from logmine.patch import within
 from logmine.pipeline import packaged_default
 from logmine.redact import Redactor, write_table
+from logmine.segment.chain import with_earlier
 from logmine.segment.records import Candidate, StartState, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
@@ -133,8 +134,9 @@ def export_swe(config: SweExportConfig, progress: Callable[[int, int], None] | N
         except OSError as exc:
             raise ExportError(f"cannot write to {config.out}: {exc.strerror}") from exc
         calls: dict[str, dict] = {}
+        chains: dict = {}
         for done, task in enumerate(tasks, 1):
-            item = load_task(store, task, calls)
+            item = with_earlier(store, load_task(store, task, calls), chains, calls)
             verdicts = {v["verifier_id"]: v for v in fetch_dicts(store.con.execute(_VERDICTS_SQL,
                                                                                    [task.task_id, task.seg_gen]))}
             try:
@@ -189,7 +191,7 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
         try:
             state = rebuild(task.start_state, item.prior, dict(config.repo_map), tmp / "start",
                             tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
-                            mask=redactor.mask)
+                            mask=redactor.mask, chained=item.chained, chained_from=item.chained_from)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         seeds = tmp / "seeds"

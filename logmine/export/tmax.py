@@ -34,6 +34,7 @@ from logmine.export.outdir import note_skip
 from logmine.pipeline import packaged_default
 from logmine.protocol import SYSTEM_PROMPT, USER_PROMPT
 from logmine.redact import Redactor, write_table, write_text
+from logmine.segment.chain import with_earlier
 from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_task, read_tasks
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
@@ -142,8 +143,9 @@ def export_tmax(config: TmaxExportConfig, progress: Callable[[int, int], None] |
         except OSError as exc:
             raise ExportError(f"cannot write to {config.out}: {exc.strerror}") from exc
         calls: dict[str, dict] = {}
+        chains: dict = {}
         for done, task in enumerate(tasks, 1):
-            item = load_task(store, task, calls)
+            item = with_earlier(store, load_task(store, task, calls), chains, calls)
             status = {s["verifier_id"]: s for s in fetch_dicts(store.con.execute(_VERDICTS_SQL,
                                                                                 [task.task_id, task.seg_gen]))}
             try:
@@ -186,7 +188,7 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
         try:
             state = rebuild(task.start_state, item.prior, dict(config.repo_map), Path(tmp) / "start",
                             tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
-                            mask=redactor.mask)
+                            mask=redactor.mask, chained=item.chained, chained_from=item.chained_from)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         target = tasks_dir / task.task_id

@@ -280,6 +280,9 @@ class TaskInput:
     candidates: tuple[Candidate, ...]
     actions: tuple[Action, ...]
     prior: tuple[Action, ...]  # earlier tasks' patches and shell edits, redone onto the start commit
+    # edits of earlier sessions at the same commit in the same cwd (logmine.segment.chain), and their ids
+    chained: tuple[Action, ...] = ()
+    chained_from: tuple[str, ...] = ()
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

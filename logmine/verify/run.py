@@ -24,6 +24,7 @@ from logmine.errors import LogmineError
 from logmine.executor import ExecutorConfig, Placement, make_executor
 from logmine.pipeline import packaged_default
 from logmine.sandbox import Limits, backend_unavailable
+from logmine.segment.chain import with_earlier
 from logmine.segment.records import NoTasks, load_task, read_tasks
 from logmine.store import CATALOG, DEFAULT_STORE, Store
 from logmine.verify.environment import modes_to_try
@@ -128,7 +129,8 @@ def verify(config: VerifyConfig, progress: Callable[[int, int], None] | None = N
         options = dataclasses.replace(options, mask=store.mask)  # the start trees hold the log's pseudonyms
         calls: dict[str, dict] = {}
         todo = read_tasks(store, _TODO_SQL, {"inputs": config.inputs, "redo": list(config.redo)})
-        items = [load_task(store, task, calls) for task in todo]
+        chains: dict = {}  # earlier sessions' edits per session file (logmine.segment.chain)
+        items = [with_earlier(store, load_task(store, task, calls), chains, calls) for task in todo]
         summary.tasks = len(items)
         kinds = {c.verifier_id: c.kind for item in items for c in item.candidates}
         seg_gens = {item.task.task_id: item.task.seg_gen for item in items}

@@ -79,7 +79,8 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
             state = rebuild(task.start_state, item.prior, options.repo_map, Path(tmp) / "start",
                             options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits,
-                            own=item.actions, started=task.started_at, mask=options.mask)
+                            own=item.actions, started=task.started_at, mask=options.mask,
+                            chained=item.chained, chained_from=item.chained_from)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         except SandboxError as exc:  # replaying earlier shell edits: infrastructure, never the task's fault
@@ -182,8 +183,8 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
     skipped = retried(item.actions)  # a command refused by the session's sandbox, then re-run: only the re-run
     with _open(state, options, provided) as box:
         base = Path(box.workspace)
-        for action in item.actions:
-            if action.seq in skipped:
+        for i, action in enumerate(item.actions):
+            if i in skipped:
                 continue
             if action.kind == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
                 try:

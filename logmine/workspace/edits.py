@@ -113,7 +113,7 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
 
 
 def retried(actions: Sequence[Action]) -> frozenset[int]:
-    """The seqs of commands the session saw fail and then ran again — the same command in the same
+    """The positions in ``actions`` of commands the session saw fail and then ran again — the same command in the same
     directory — and saw succeed: Codex's sandbox refused the first (a ``git checkout -b`` that could
     not write ``.git``: "Operation not permitted") and the agent re-ran it with escalated permissions.
     A replay runs only the retry: here the first run would succeed, and the retry would then fail on
@@ -123,7 +123,7 @@ def retried(actions: Sequence[Action]) -> frozenset[int]:
         if action.kind == "command" and action.failed and any(
                 later.kind == "command" and later.failed is False and later.command == action.command
                 and later.workdir == action.workdir for later in actions[i + 1:]):
-            skipped.add(action.seq)
+            skipped.add(i)
     return frozenset(skipped)
 
 
@@ -172,8 +172,8 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
     host = host_environment(detect(tree, [a.command for a in prior if a.command]), live, root)
     skipped = retried(prior)
     with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
-        for action in prior:
-            if action.seq in skipped:
+        for i, action in enumerate(prior):
+            if i in skipped:
                 continue
             if action.kind == "patch":
                 ops = _rooted(action, cwd, root)

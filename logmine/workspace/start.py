@@ -12,6 +12,7 @@ the status reason says.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -78,8 +79,80 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
             limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
-            mask: Mask = PLACEHOLDERS) -> RebuiltTree:
+            mask: Mask = PLACEHOLDERS, chained: tuple[Action, ...] = (),
+            chained_from: tuple[str, ...] = ()) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
+
+    ``chained``: the edits of earlier sessions that recorded the same commit in the same cwd
+    (``chained_from``: their ids; :mod:`logmine.segment.chain`). When the start rebuilt without them
+    is shown not to be the author's — an earlier patch does not apply, or the task's first patches
+    fail on it — the start is rebuilt again with them redone first, and taken when the task's first
+    patches apply there (the author had not committed between the sessions); else the first outcome
+    stands. :func:`_rebuild` does the rest (below).
+    """
+    def build(actions: tuple[Action, ...], where: Path) -> RebuiltTree:
+        return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
+                        backend=backend, limits=limits, own=own, started=started, mask=mask)
+
+    first: RebuiltTree | NotRebuilt
+    try:
+        tree = build(prior, dest)
+        evidence = _own_misfit(own, tree) if chained and tree.method != "ghost_snapshot" else None
+        if evidence is None:
+            return tree
+        first = tree
+    except NotRebuilt as exc:
+        if not chained or not (isinstance(exc, StartDiffered) or "does not apply" in str(exc)):
+            raise
+        first, evidence = exc, str(exc)
+    alt = dest.with_name(dest.name + "-chained")
+    try:
+        second: RebuiltTree | None = build((*chained, *prior), alt)
+    except NotRebuilt:
+        second = None
+    if second is None or _own_misfit(own, second) is not None:
+        shutil.rmtree(alt, ignore_errors=True)
+        if isinstance(first, NotRebuilt):
+            raise first
+        return first
+    shutil.rmtree(dest, ignore_errors=True)
+    alt.rename(dest)
+    note = (f"started from the session's commit plus the edits of {len(chained_from)} earlier session(s) in "
+            f"this directory at that commit ({', '.join(s[:8] for s in chained_from[-3:])}): without them, "
+            f"{str(evidence)[:160]}")
+    return dataclasses.replace(second, path=dest, note="; ".join(n for n in (note, second.note) if n))
+
+
+def _own_misfit(own: tuple[Action, ...], tree: RebuiltTree) -> str | None:
+    """Why ``tree`` is not the task's start by what the task did first, else None: a command it ran
+    before any patch in a directory the tree lacks, or the first path its first patches (those before
+    its first command) do not apply to."""
+    ops: list[FileOp] = []
+    ran: list[str] = []  # commands run first: they may have made what a later patch needs
+    for action in own:
+        if action.kind == "command":
+            where = action.workdir if action.workdir and within(action.workdir, tree.root) else None
+            rel = os.path.relpath(where, tree.root) if where else "."
+            if not ops and not (tree.path / rel).is_dir() and not any(rel.split("/")[0] in c for c in ran):
+                return f"the task ran a command in {rel}, a directory not in the tree"
+            ran.append(action.command or "")
+            if ops:
+                break
+            continue
+        if ran:
+            break
+        try:
+            ops += rooted(action.ops, action.workdir or tree.cwd, tree.root)
+        except PatchError:
+            break
+    path = failing_path(ops, tree.path) if ops else None
+    return f"the task's patch of {path} does not apply" if path else None
+
+
+def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
+             repo_search: tuple[Path, ...], plain_dirs: bool, backend: str, limits: Limits,
+             own: tuple[Action, ...], started: datetime | None, mask: Mask) -> RebuiltTree:
+    """The start state without earlier sessions' edits.
 
     The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
     recorded, the clone under ``repo_search`` that holds the recorded commit or remote URL. The

@@ -1,0 +1,60 @@
+"""Earlier sessions' work, for a session that may have begun where they left the files.
+
+Authors often run several sessions in one directory without committing between them: each session
+records the same commit, but the second began with the first one's edits in the work tree. Rebuilt
+from the commit alone, such a session's first patch fails on a file the first session changed (a dirty
+start). :func:`earlier_edits` gives the edits of the earlier sessions that recorded the same commit in
+the same cwd — their successful patches and the shell commands that edited files, in order — for the
+rebuild to try when the commit alone is shown not to be the start (``logmine.workspace.start``); the
+task's own patches then decide.
+
+Sessions that forked another (their history copies the parent's edits) and sub-agent sessions are
+left out, and at most :data:`MAX_SESSIONS` sessions are taken, the latest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from logmine.pipeline import packaged
+from logmine.segment.commands import CommandClassifier
+from logmine.segment.records import Action, Task, TaskInput, load_task, read_tasks
+from logmine.store import Store, fetch_dicts
+
+MAX_SESSIONS = 12
+_EARLIER_SQL = """
+SELECT p.source_path, p.session_id FROM sessions p, sessions me
+WHERE me.source_path = ? AND me.git_commit IS NOT NULL AND me.cwd IS NOT NULL
+  AND p.git_commit = me.git_commit AND p.cwd = me.cwd AND p.source_path <> me.source_path
+  AND p.started_at < me.started_at AND p.forked_from_id IS NULL AND coalesce(p.source, '') NOT LIKE 'subagent%'
+ORDER BY p.started_at
+"""
+_LAST_TASK_SQL = "SELECT * FROM tasks WHERE source_path = ? ORDER BY index DESC LIMIT 1"
+
+
+def earlier_edits(store: Store, task: Task, cache: dict[str, tuple[tuple[Action, ...], tuple[str, ...]]],
+                  calls_by_file: dict[str, dict] | None = None) -> tuple[tuple[Action, ...], tuple[str, ...]]:
+    """(the edits, the session ids) of the sessions before ``task``'s that recorded its commit in its
+    cwd, oldest first; ``cache`` keeps them per session file across the tasks of one run."""
+    if task.source_path in cache:
+        return cache[task.source_path]
+    classifier = CommandClassifier(packaged("segment"))
+    edits: list[Action] = []
+    sessions: list[str] = []
+    for row in fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))[-MAX_SESSIONS:]:
+        last = read_tasks(store, _LAST_TASK_SQL, [row["source_path"]])
+        if not last:
+            continue
+        item = load_task(store, last[0], calls_by_file)
+        own = [a for a in item.actions if a.kind == "patch" or (a.command and classifier.edits_files(a.command))]
+        if item.prior or own:
+            edits += [*item.prior, *own]
+            sessions.append(row["session_id"] or row["source_path"])
+    cache[task.source_path] = (tuple(edits), tuple(sessions))
+    return cache[task.source_path]
+
+
+def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
+    """``item`` with the edits of the earlier sessions at its commit (:func:`earlier_edits`)."""
+    edits, sessions = earlier_edits(store, item.task, cache, calls_by_file)
+    return replace(item, chained=edits, chained_from=sessions) if edits else item

@@ -1,0 +1,95 @@
+"""Sessions run one after another in one directory without a commit between them all record the same
+commit; the later one began with the earlier one's edits in the work tree. When the commit alone is
+shown not to be its start (its first patch does not apply), the start is rebuilt with the earlier
+sessions' edits redone first, and taken when the task's patches apply there. Real git repositories,
+sessions replayed in the real bubblewrap sandbox."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from calc_repo import FIX, TESTS, calc_repo
+from conftest import query
+from session_builder import SessionBuilder, segmented
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+SUB_TEST = ("import unittest\n\nfrom calc import sub\n\n\nclass S(unittest.TestCase):\n"
+            "    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n")
+ADD_SUB = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n     return a + b\n+\n+\n+def sub(a, b):\n"
+           "+    return a - b\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in SUB_TEST.splitlines())
+           + "*** End Patch\n")
+
+
+def _an_hour_later(builder: SessionBuilder) -> SessionBuilder:
+    """The same session, begun an hour later (``SessionBuilder`` starts every session at 00:00)."""
+    for line in builder.lines:
+        line["timestamp"] = line["timestamp"].replace("T00:", "T01:")
+        if "timestamp" in line["payload"]:
+            line["payload"]["timestamp"] = line["payload"]["timestamp"].replace("T00:", "T01:")
+    return builder
+
+
+def _verified(tmp_path, *builders: SessionBuilder) -> list[dict]:
+    from logmine.verify import VerifyConfig, verify
+
+    store, _ = segmented(tmp_path, *builders)
+    verify(VerifyConfig(store=store, jobs=2))
+    return query(store, "SELECT t.session_id, v.kind, v.status, v.status_reason, r.reason AS note FROM verifiers v "
+                        "JOIN tasks t USING (task_id) LEFT JOIN verified r USING (task_id)")
+
+
+def test_a_session_after_an_uncommitted_one_starts_from_its_edits(tmp_path):
+    repo = tmp_path / "work" / "proj"
+    commit = calc_repo(repo)
+    first = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0)
+    second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=commit).user("Add sub with a test")
+                            .patch(ADD_SUB).run(f"{TESTS} test_sub", 0).agent("Done."))
+    rows = [r for r in _verified(tmp_path, first.agent("Fixed."), second) if r["session_id"] == second.session_id]
+    test = next(r for r in rows if r["kind"] == "test_command")
+    assert test["status"] == "validated", rows
+    assert test["note"].startswith("started from the session's commit plus the edits of 1 earlier session(s) in "
+                                   f"this directory at that commit ({first.session_id[:8]})"), test["note"]
+
+
+def test_a_session_that_began_from_the_clean_commit_takes_no_earlier_edits(tmp_path):
+    """The author discarded the first session's work: the second's patch applies to the commit itself."""
+    repo = tmp_path / "work" / "clean"
+    commit = calc_repo(repo)
+    first = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0)
+    second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=commit).user("Fix add again")
+                            .run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    rows = [r for r in _verified(tmp_path, first.agent("Fixed."), second) if r["session_id"] == second.session_id]
+    assert {r["status"] for r in rows} == {"validated"}, rows
+    assert not any("earlier session" in (r["note"] or "") for r in rows), rows
+
+
+def test_a_start_neither_the_commit_nor_the_earlier_edits_explain_stays_a_dirty_start(tmp_path):
+    repo = tmp_path / "work" / "dirty"
+    commit = calc_repo(repo)
+    first = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0)
+    elsewhere = ADD_SUB.replace("     return a + b\n", "     return a + b  # checked\n")
+    second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=commit).user("Add sub with a test")
+                            .patch(elsewhere).run(f"{TESTS} test_sub", 0).agent("Done."))
+    rows = [r for r in _verified(tmp_path, first.agent("Fixed."), second) if r["session_id"] == second.session_id]
+    assert {r["status"] for r in rows} == {"not_rebuilt"}, rows
+    assert {r["status_reason"] for r in rows} == {"start tree differed from commit (first mismatch: calc.py)"}
+
+
+def test_a_command_run_first_in_a_folder_an_earlier_session_made_takes_its_edits(tmp_path):
+    """The later session's first command ran in web/, which the earlier session added and never
+    committed: the commit alone lacks the folder; with the earlier edits it is there."""
+    repo = tmp_path / "work" / "folders"
+    commit = calc_repo(repo)
+    first = (SessionBuilder(cwd=str(repo), commit=commit).user("Start the web part")
+             .patch("*** Begin Patch\n*** Add File: web/app.py\nX = 1\n*** End Patch\n".replace("X =", "+X =")))
+    second = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add")
+    second.cwd = str(repo / "web")
+    second.run("ls", 0, output="app.py")
+    second.cwd = str(repo)
+    second = _an_hour_later(second.run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    rows = [r for r in _verified(tmp_path, first.agent("Started."), second) if r["session_id"] == second.session_id]
+    test = next(r for r in rows if r["kind"] == "test_command")
+    assert test["status"] == "validated", rows
+    assert "plus the edits of 1 earlier session(s)" in test["note"] and "no directory" not in test["note"], test["note"]
