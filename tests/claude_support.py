@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 ALIASES = {"Task": {"Task", "Agent"}, "Agent": {"Task", "Agent"}}
 EXIT_CODE = re.compile(r"\AExit code (\d+)")
 # schema defaults a CLI writes into the stored tool input though the model left them out (2.1: Edit)
 INPUT_DEFAULTS = {"replace_all": False}
+
+GENERATED = Path(__file__).parent / "fixtures" / "claude-generated"
+#: The real CLI's main session file of the fixadd scenario, per version: two prompts (the second a
+#: resume), Bash calls that fail and pass, Read, Edit and Write, a thinking block.
+FIXADD = {
+    "2.0.50": GENERATED / "claude-2.0.50/projects/-home-dev-projects-fixadd/6b2b77dd-9843-49b2-957c-7e8e2b4c6c88.jsonl",
+    "2.1.332": GENERATED / "claude-2.1.332/projects/-home-dev-projects-fixadd/85040c61-fead-4d01-98e7-4f7abc959db0.jsonl",
+}
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -165,3 +174,107 @@ def chain(lines: list[dict], leaf: dict) -> list[dict]:
 def last_message(lines: list[dict], sidechain: bool = False) -> dict:
     return [ln for ln in lines if ln.get("type") in ("user", "assistant")
             and bool(ln.get("isSidechain")) == sidechain][-1]
+
+
+class ClaudeLines:
+    """A Claude Code 2.1 session file, written line by line in the shapes the real CLI writes
+    (``tests/fixtures/claude-generated/claude-2.1.332``): each prompt queued first, one content block per
+    assistant line, tool results with their ``toolUseResult`` (Bash's ``stdout``/``stderr``, Write's
+    ``create``, Edit's ``structuredPatch``), ``last-prompt`` bookkeeping. Each line hangs under the one
+    written before it (``tests/segment/test_claude_branches.py`` builds branching 2.0 files)."""
+
+    def __init__(self, cwd: str = "/home/dev/projects/fixadd", version: str = "2.1.332") -> None:
+        self.session_id = str(uuid.uuid4())
+        self.cwd, self.version = cwd, version
+        self.lines: list[dict] = []
+        self.tip: str | None = None
+        self._t = self._ids = 0
+        self._prompt = ""
+
+    def _stamp(self) -> str:
+        self._t += 1
+        return f"2026-12-06T03:{self._t // 60:02d}:{self._t % 60:02d}.000Z"
+
+    def _book(self, kind: str, **fields) -> None:
+        self.lines.append({"type": kind, **fields, "sessionId": self.session_id})
+
+    def _add(self, kind: str, message: dict, **extra) -> str:
+        line_id = str(uuid.uuid4())
+        self.lines.append({"parentUuid": self.tip, "isSidechain": False, "type": kind, "message": message,
+                           "uuid": line_id, "timestamp": self._stamp(), **extra, "userType": "external",
+                           "entrypoint": "sdk-cli", "cwd": self.cwd, "sessionId": self.session_id,
+                           "version": self.version, "gitBranch": "main"})
+        self.tip = line_id
+        return line_id
+
+    def _assistant(self, block: dict) -> str:
+        self._ids += 1
+        message = {"id": f"msg_mock{self._ids:020d}", "type": "message", "role": "assistant",
+                   "model": "claude-opus-5-5", "content": [block], "stop_reason": "tool_use", "stop_sequence": None,
+                   "usage": {"input_tokens": 1100, "cache_read_input_tokens": 500, "output_tokens": 50}}
+        return self._add("assistant", message)
+
+    def prompt(self, text: str) -> ClaudeLines:
+        self._book("queue-operation", operation="enqueue", timestamp=self._stamp(), content=text)
+        self._book("queue-operation", operation="dequeue", timestamp=self._stamp())
+        self._add("user", {"role": "user", "content": text}, promptId=str(uuid.uuid4()), permissionMode="default")
+        self._prompt = text
+        return self
+
+    def say(self, text: str) -> ClaudeLines:
+        self._assistant({"type": "text", "text": text})
+        self._book("last-prompt", lastPrompt=self._prompt, leafUuid=self.tip)
+        return self
+
+    def think(self, text: str) -> ClaudeLines:
+        self._assistant({"type": "thinking", "thinking": text, "signature": "mock" + "x" * 40})
+        return self
+
+    def call(self, name: str, tool_input: dict) -> str:
+        """A ``tool_use`` line; returns the call's id."""
+        self._ids += 1
+        call_id = f"toolu_01{self._ids:022d}"
+        self._assistant({"type": "tool_use", "id": call_id, "name": name, "input": tool_input})
+        return call_id
+
+    def result(self, call_id: str, content, tool_result=None, is_error: bool = False) -> ClaudeLines:
+        """A ``tool_result`` (``content`` a string or a list of text blocks) and its ``toolUseResult``."""
+        block = {"tool_use_id": call_id, "type": "tool_result", "content": content, "is_error": is_error}
+        extra = {} if tool_result is None else {"toolUseResult": tool_result}
+        self._add("user", {"role": "user", "content": [block]}, **extra, sourceToolAssistantUUID=self.tip)
+        return self
+
+    def bash(self, command: str, stdout: str = "OK", stderr: str = "", exit_code: int = 0) -> ClaudeLines:
+        call_id = self.call("Bash", {"command": command, "description": "Run it"})
+        if exit_code:
+            text = f"Exit code {exit_code}\n{stderr or stdout}"
+            return self.result(call_id, text, f"Error: {text}", is_error=True)
+        return self.result(call_id, stdout + (f"\n{stderr}" if stderr else ""),
+                           {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False,
+                            "noOutputExpected": False})
+
+    def write(self, path: str, content: str) -> ClaudeLines:
+        full = f"{self.cwd}/{path}"
+        call_id = self.call("Write", {"file_path": full, "content": content})
+        return self.result(call_id, f"File created successfully at: {full}",
+                           {"type": "create", "filePath": full, "content": content, "structuredPatch": [],
+                            "originalFile": None, "userModified": False})
+
+    def edit(self, path: str, old: str, new: str) -> ClaudeLines:
+        """An ``Edit`` of a file that held ``old`` alone, with the hunk the CLI records."""
+        full = f"{self.cwd}/{path}"
+        call_id = self.call("Edit", {"replace_all": False, "file_path": full, "old_string": old, "new_string": new})
+        old_lines, new_lines = old.splitlines(), new.splitlines()
+        hunk = {"oldStart": 1, "oldLines": len(old_lines), "newStart": 1, "newLines": len(new_lines),
+                "lines": [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]}
+        return self.result(call_id, f"The file {full} has been updated successfully.",
+                           {"filePath": full, "oldString": old, "newString": new, "originalFile": f"{old}\n",
+                            "structuredPatch": [hunk], "userModified": False, "replaceAll": False})
+
+    def save(self, projects: Path) -> Path:
+        """``projects/<escaped cwd>/<session uuid>.jsonl``, as the CLI names and writes it (compact JSON)."""
+        folder = projects / self.cwd.replace("/", "-")
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.session_id}.jsonl"
+        path.write_text("".join(json.dumps(line, separators=(",", ":"), ensure_ascii=False) + "\n" for line in self.lines))
+        return path

@@ -86,6 +86,10 @@ EARLY_RULES = (
     ("pem-private-key-open", "private_key",  # a PEM block cut off before its END line (head -4 key.pem)
      r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:" + NL + r"+" + _PEM_LINE + r")*",
      ("-----begin",), (), None),
+    ("pem-private-key-diff-line", "private_key",  # a body line as one JSON string of a diff's lines
+     # (Claude Code's structuredPatch: "+MIIE…", "-…"), where no newline joins it to its BEGIN line
+     r'(?:(?<=")|(?<="[-+ ]))(?P<secret>[A-Za-z0-9+/]{40,100}={0,2})(?=\\*")',
+     ("private key",), ("PRIVATE KEY",), _random),
     ("pem-private-key-tail", "private_key",  # the body and END line of a block whose BEGIN was cut off
      r"(?:(?:(?<![A-Za-z0-9+/=])|(?<=\\[rn]))[A-Za-z0-9+/=]{40,100}" + NL + r"+)+-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----",
      ("-----end",), (), None),

@@ -6,6 +6,7 @@ import os
 
 import orjson
 import pytest
+from claude_support import FIXADD
 from conftest import FIXTURES, query
 
 from logmine.ingest.run import IngestConfig, NothingToIngest, ingest
@@ -28,9 +29,16 @@ def _ingest(tmp_path, *paths, **kw):
     return ingest(IngestConfig(paths=paths, store=tmp_path / "store", **kw))
 
 
-def test_bad_lines_quarantined_good_lines_kept(tmp_path):
-    mixed = tmp_path / "rollout-2026-11-29T09-05-18-01a2268d-3796-7fb2-a86f-e93c26513a02.jsonl"
-    lines = list(GOOD)
+# (file name, good lines): a Codex rollout and a Claude Code session file, each the real CLI's
+MIXED = {"codex": ("rollout-2026-11-29T09-05-18-01a2268d-3796-7fb2-a86f-e93c26513a02.jsonl", GOOD),
+         "claude": (FIXADD["2.1.332"].name, FIXADD["2.1.332"].read_bytes().splitlines())}
+
+
+@pytest.mark.parametrize("fmt", MIXED)
+def test_bad_lines_quarantined_good_lines_kept(tmp_path, fmt):
+    name, good_lines = MIXED[fmt]
+    mixed = tmp_path / name
+    lines = list(good_lines)
     for i, bad in enumerate(BAD_LINES):  # interleave, keeping the session_meta first
         lines.insert(2 + 3 * i, bad)
     mixed.write_bytes(b"\n".join(lines) + b"\n")
@@ -41,7 +49,8 @@ def test_bad_lines_quarantined_good_lines_kept(tmp_path):
         assert row["reason"].startswith(expected), row
         assert lines[row["line_no"] - 1] in BAD_LINES
     good = query(tmp_path / "store", "SELECT count(DISTINCT line_no) AS n FROM events")[0]["n"]
-    assert good == len(GOOD)
+    assert good == len(good_lines)
+    assert summary.formats == {"g2" if fmt == "codex" else "claude": 1}
 
 
 def test_empty_truncated_and_oversize(tmp_path):

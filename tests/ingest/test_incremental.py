@@ -9,12 +9,22 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+from claude_support import FIXADD
 from conftest import FIXTURES, query
 
 from logmine.ingest.run import IngestConfig, ingest
 
 SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
 COLUMNS = "* EXCLUDE (file_gen)"
+#: One session file of each format, real files written by the CLIs (a Claude Code file keeps its
+#: ``<session uuid>.jsonl`` name, by which it is told from Codex's).
+SESSIONS = {"codex": SESSION, **{f"claude-{v}": path for v, path in FIXADD.items()}}
+#: A file rewritten in place: (what it held first, what it holds then, the cli_version read then).
+REWRITES = {
+    "codex": (SESSION, next((FIXTURES / "codex-generated/codex-0.90.0").glob("*.jsonl")), "0.90.0"),
+    "claude": (FIXADD["2.1.332"], FIXADD["2.0.50"], "2.0.50"),
+}
 
 
 def _ingest(store: Path, *paths: Path):
@@ -34,16 +44,23 @@ def test_rerun_on_unchanged_input_adds_nothing(tmp_path):
     store = tmp_path / "store"
     first = _ingest(store, FIXTURES)
     before, parts = _events(store), _parts(store)
+    assert {"g2", "claude"} <= set(first.formats)  # both tools' files
     second = _ingest(store, FIXTURES)
     assert second.events == second.sessions == second.quarantined == 0
     assert second.changes["unchanged"] == first.files_seen
     assert _events(store) == before and _parts(store) == parts
 
 
-def test_growing_file_reads_only_new_complete_lines(tmp_path):
-    live = tmp_path / "live" / SESSION.name
+def _strip(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "source_path"} for r in rows]
+
+
+@pytest.mark.parametrize("fmt", SESSIONS)
+def test_growing_file_reads_only_new_complete_lines(tmp_path, fmt):
+    session = SESSIONS[fmt]
+    live = tmp_path / "live" / session.name
     live.parent.mkdir()
-    data = SESSION.read_bytes()
+    data = session.read_bytes()
     cuts = [len(data) // 5, len(data) // 2, len(data) - 7, len(data)]  # most cuts fall inside a line
     store = tmp_path / "store"
     seen = 0
@@ -54,25 +71,28 @@ def test_growing_file_reads_only_new_complete_lines(tmp_path):
         complete = data[:cut].count(b"\n")
         assert query(store, "SELECT max(line_no) AS n FROM events")[0]["n"] in (complete, complete + 1)
         seen += summary.events
-    _ingest(tmp_path / "clean", SESSION)
+    _ingest(tmp_path / "clean", session)
     clean = _events(tmp_path / "clean")
     grown = _events(store)
     assert seen == len(grown) == len(clean)
-    strip = lambda rows: [{k: v for k, v in r.items() if k != "source_path"} for r in rows]  # noqa: E731
-    assert strip(grown) == strip(clean)
+    assert _strip(grown) == _strip(clean)
+    sessions = f"SELECT {COLUMNS} FROM sessions ORDER BY session_id"
+    assert _strip(query(store, sessions)) == _strip(query(tmp_path / "clean", sessions))
 
 
-def test_rewritten_file_replaces_its_rows(tmp_path):
-    path = tmp_path / "in" / SESSION.name
+@pytest.mark.parametrize("fmt", REWRITES)
+def test_rewritten_file_replaces_its_rows(tmp_path, fmt):
+    first, then, version = REWRITES[fmt]
+    path = tmp_path / "in" / first.name
     path.parent.mkdir()
-    shutil.copy(SESSION, path)
+    shutil.copy(first, path)
     store = tmp_path / "store"
     _ingest(store, path.parent)
-    other = next((FIXTURES / "codex-generated/codex-0.90.0").glob("*.jsonl")).read_bytes()
+    other = then.read_bytes()
     path.write_bytes(other)  # same name, different content: a changed prefix
     summary = _ingest(store, path.parent)
     assert summary.changes["rewritten"] == 1
-    assert query(store, "SELECT cli_version FROM sessions") == [{"cli_version": "0.90.0"}]
+    assert query(store, "SELECT cli_version FROM sessions") == [{"cli_version": version}]
     assert len(_events(store)) == other.count(b"\n") + query(
         store, "SELECT count(*) AS n FROM events WHERE raw IS NULL")[0]["n"]
     assert len(_parts(store)) == 2  # the superseded parts were deleted (events, sessions)
@@ -108,6 +128,7 @@ def test_kill_9_then_rerun_equals_a_clean_run(tmp_path):
     assert left and not survivors, [_describe(pid) for pid in survivors]  # none outlives its ingest
     rerun = subprocess.run(cmd, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert {"g2", "claude"} <= {r["format"] for r in expected[1]}  # both tools' files
     got = _events(store), query(store, f"SELECT {COLUMNS} FROM sessions ORDER BY source_path, session_id")
     assert got == expected
     assert not [p for p in store.rglob("*.tmp")]

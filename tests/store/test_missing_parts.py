@@ -7,23 +7,31 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from claude_support import FIXADD
 from conftest import FIXTURES, query
 
 from logmine.ingest.run import IngestConfig, ingest
 from logmine.segment import SegmentConfig, segment
 from logmine.store import Store
 
-SESSION = next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl"))
+# a Codex and a Claude Code session file, each the real CLI's: the store heals alike
+SESSIONS = {"codex": next((FIXTURES / "codex-generated/codex-0.171.0").glob("*.jsonl")), "claude": FIXADD["2.1.332"]}
 
 
-def _store(tmp_path: Path) -> tuple[Path, int]:
+@pytest.fixture(params=list(SESSIONS))
+def session(request) -> Path:
+    return SESSIONS[request.param]
+
+
+def _store(tmp_path: Path, session: Path) -> tuple[Path, int]:
     store = tmp_path / "store"
-    ingest(IngestConfig(paths=(SESSION,), store=store))
+    ingest(IngestConfig(paths=(session,), store=store))
     return store, query(store, "SELECT count(*) AS n FROM events")[0]["n"]
 
 
-def test_deleted_part_is_dropped_with_a_warning(tmp_path, caplog):
-    store, _ = _store(tmp_path)
+def test_deleted_part_is_dropped_with_a_warning(tmp_path, caplog, session):
+    store, _ = _store(tmp_path, session)
     (part,) = (store / "events").glob("part-*.parquet")
     part.unlink()
     with Store(store) as opened:
@@ -33,10 +41,10 @@ def test_deleted_part_is_dropped_with_a_warning(tmp_path, caplog):
     assert query(store, "SELECT error FROM files")[0]["error"].startswith("stale")
 
 
-def test_rerun_of_ingest_heals_a_deleted_part(tmp_path):
-    store, n = _store(tmp_path)
+def test_rerun_of_ingest_heals_a_deleted_part(tmp_path, session):
+    store, n = _store(tmp_path, session)
     next((store / "events").glob("part-*.parquet")).unlink()
-    summary = ingest(IngestConfig(paths=(SESSION,), store=store))
+    summary = ingest(IngestConfig(paths=(session,), store=store))
     assert summary.changes["rewritten"] == 1
     assert query(store, "SELECT count(*) AS n FROM events")[0]["n"] == n
     assert query(store, "SELECT count(*) AS n FROM sessions")[0]["n"] == 1
@@ -44,20 +52,20 @@ def test_rerun_of_ingest_heals_a_deleted_part(tmp_path):
         assert opened.problems == []
 
 
-def test_corrupt_part_is_detected_and_segment_runs(tmp_path):
-    store, n = _store(tmp_path)
+def test_corrupt_part_is_detected_and_segment_runs(tmp_path, session):
+    store, n = _store(tmp_path, session)
     (part,) = (store / "sessions").glob("part-*.parquet")
     part.write_bytes(b"not a parquet file at all")
     segment(SegmentConfig(store=store))  # no DuckDB traceback
     with Store(store, read_only=True) as opened:
         assert opened.problems == []  # the rw open above dropped it and marked the file stale
-    ingest(IngestConfig(paths=(SESSION,), store=store))
+    ingest(IngestConfig(paths=(session,), store=store))
     assert query(store, "SELECT count(*) AS n FROM sessions")[0]["n"] == 1
     assert query(store, "SELECT count(*) AS n FROM events")[0]["n"] == n
 
 
-def test_check_parts_reads_every_part(tmp_path):
-    store, _ = _store(tmp_path)
+def test_check_parts_reads_every_part(tmp_path, session):
+    store, _ = _store(tmp_path, session)
     (part,) = (store / "events").glob("part-*.parquet")
     data = part.read_bytes()
     part.write_bytes(data[:4] + b"\0" * (len(data) - 8) + data[-4:])  # magic intact, body garbage
@@ -67,10 +75,10 @@ def test_check_parts_reads_every_part(tmp_path):
     assert [p.path for p in deep] == [f"events/{part.name}"] and deep[0].kind == "unreadable"
 
 
-def test_the_ingest_command_heals_a_deleted_part_although_no_input_changed(tmp_path):
+def test_the_ingest_command_heals_a_deleted_part_although_no_input_changed(tmp_path, session):
     """The unchanged-input shortcut of ``logmine ingest`` (``logmine.ingest.seen``) notices the part."""
     store = tmp_path / "store"
-    command = [sys.executable, "-m", "logmine", "ingest", str(SESSION), "--store", str(store), "-q"]
+    command = [sys.executable, "-m", "logmine", "ingest", str(session), "--store", str(store), "-q"]
     subprocess.run(command, check=True, capture_output=True)
     n = query(store, "SELECT count(*) AS n FROM events")[0]["n"]
     next((store / "events").glob("part-*.parquet")).unlink()
