@@ -112,6 +112,9 @@ class ClaudeMapper:
             mapper.events.set_missing("session_id", st.session_id)
             mapper.sessions.append({"session_id": st.session_id, "source_path": mapper.source_path, "format": FORMAT,
                                     "started_at": parse_ts(mapper.events.first("ts")), "file_gen": mapper.file_gen})
+        # the session row takes fields from the lines up to the first answer (cwd, version, 2.1's commit):
+        # a file read before one was written is read again whole when it grows (logmine.ingest.source)
+        self.cs["open"] = bool(mapper.sessions) and not self.cs.get("answered")
         if mapper.sessions and mapper.sessions[0].get("source") == "subagent" \
                 and not {"user_message", "tool_call"} & set(mapper.events.column("kind")):
             mapper.sessions[0]["source"] = "subagent:warmup"
@@ -130,6 +133,8 @@ class ClaudeMapper:
         elif self.mapper.sessions:
             _fill(self.mapper.sessions[0], obj)
         st.copied_from = sid if sid is not None and cs["sid"] is not None and sid != cs["sid"] else None
+        if kind == "assistant":
+            cs["answered"] = True
         if "uuid" in obj:
             self._chain(obj, ctx)
         if kind == "user":

@@ -82,7 +82,8 @@ def read_file(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, 
 def _read_changed(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, max_line: int,
                   st: os.stat_result) -> FileResult:
     source = str(path)
-    if prev and prev.error is None and prev.format in RESUMABLE and prev.content_hash and prev.state:
+    if prev and prev.error is None and prev.format in RESUMABLE and prev.content_hash and prev.state \
+            and not _header_open(prev.state):
         with open_content(path) as content:
             hasher = xxhash.xxh3_128()
             _feed(content, hasher, prev.consumed)
@@ -91,7 +92,8 @@ def _read_changed(path: Path, prev: FileRecord | None, new_gen, redactor: Redact
                 reader.read(content, prev.consumed, hasher)
                 return reader.result(st, "grown" if reader.consumed > prev.consumed else "unchanged")
     gen = new_gen()
-    change = "rewritten" if prev else "new"
+    reread = bool(prev and prev.state and prev.content_hash and _header_open(prev.state))  # not a rewrite
+    change = ("grown" if reread else "rewritten") if prev else "new"
     if _is_g0(path, max_line):
         with open_content(path) as content:
             return _read_g0(content, source, gen, st, redactor, change)
@@ -100,6 +102,13 @@ def _read_changed(path: Path, prev: FileRecord | None, new_gen, redactor: Redact
                               redactor, max_line)
         reader.read(content, 0, xxhash.xxh3_128())
         return reader.result(st, change)
+
+
+def _header_open(state: str) -> bool:
+    """Was the file's session row still taking fields from its next lines when it was last read (a
+    Claude Code file read before its first answer)? Then a grown file is read again whole, a new
+    generation, so that the row is the one a single read of the whole file makes."""
+    return bool((FileState.from_json(state).claude or {}).get("open"))
 
 
 def unchanged(prev: FileRecord | None, size: int, mtime_ns: int) -> bool:
