@@ -43,7 +43,8 @@ FORMAT = "claude"
 #: Line types without conversation content, kept as ``other`` events (the 2.1 ``api-request*`` lines
 #: hold what was sent to the API; ``file-history-snapshot`` and ``custom-title`` come from other versions).
 BOOKKEEPING = frozenset({"queue-operation", "api-request", "api-request-shape", "api-request-blob", "tools-used",
-                         "atis-latch", "last-prompt", "cost-state", "mode", "file-history-snapshot", "custom-title"})
+                         "atis-latch", "last-prompt", "cost-state", "mode", "file-history-snapshot", "custom-title",
+                         "ai-title"})
 LINE_TYPES = BOOKKEEPING | {"user", "assistant", "system", "summary", "attachment"}
 #: What a tool result says when the edit it answers has no recorded hunks (2.1 sub-agent files have no
 #: ``toolUseResult``): the call keeps its exact-string arguments, and no file operation is made.
@@ -134,7 +135,7 @@ class ClaudeMapper:
             _fill(self.mapper.sessions[0], obj)
         st.copied_from = sid if sid is not None and cs["sid"] is not None and sid != cs["sid"] else None
         if kind == "assistant":
-            cs["answered"] = True
+            cs["answered"], cs["command"] = True, False
         if "uuid" in obj:
             self._chain(obj, ctx)
         if kind == "user":
@@ -221,6 +222,9 @@ class ClaudeMapper:
     def _prompt(self, obj: dict, text: str, ctx: _Ctx) -> None:
         st = self.state
         injected = _injected(obj, text)
+        typed, self.cs["command"] = self.cs.get("command"), injected == "slash_command"
+        if typed and injected == "meta" and obj.get("isCompactSummary") is not True and not text.lstrip().startswith("<"):
+            injected = None  # a custom slash command's expansion (.claude/commands/*.md): what the user asked
         if injected == "interrupted":
             self.emit(ctx, "aborted", "user/text", role="user", text=text)
             return

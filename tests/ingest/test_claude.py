@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from claude_support import ClaudeLines
 from conftest import FIXTURES, query
 from redact.leaks import find_leaks
 from redact.planted import planted
@@ -271,3 +272,27 @@ def test_stats_shows_format_claude(store):
 
 def _prompts_per_case() -> list[list[str]]:
     return [json.loads((ROOT / f"scenario-{name}/scenario.json").read_text())["turns"] for _, name in CASES]
+
+
+def test_a_custom_slash_command_is_the_users_request(tmp_path):
+    """Headless runs (`claude -p "/implement specs/x.md"`) start with the command line, then its
+    expansion from .claude/commands/ as an isMeta text block: the expansion is the request (both were
+    taken for injected context, and such a session had no task). An `ai-title` line is bookkeeping."""
+    from logmine.segment import SegmentConfig, segment
+
+    s = ClaudeLines()
+    s._add("user", {"role": "user", "content": "<command-message>implement</command-message>\n"
+                    "<command-name>/implement</command-name>\n<command-args>specs/dark-mode.md</command-args>"})
+    s._add("user", {"role": "user", "content": [{"type": "text", "text": "# Implement\n\nImplement the plan in "
+                                                                          "specs/dark-mode.md."}]}, isMeta=True)
+    s._book("ai-title", title="Dark mode")
+    s.bash("npm test", stdout="ok").say("Implemented.")
+    s.save(tmp_path / "projects")
+    store = tmp_path / "store"
+    summary = ingest(IngestConfig(paths=(tmp_path / "projects",), store=store, jobs=1))
+    assert summary.quarantined == 0
+    prompts = query(store, "SELECT text, is_injected, injected_kind FROM events WHERE kind = 'user_message' ORDER BY seq")
+    assert [(p["is_injected"], p["injected_kind"]) for p in prompts] == [(True, "slash_command"), (False, None)]
+    segment(SegmentConfig(store=store))
+    (task,) = query(store, "SELECT prompt FROM tasks")
+    assert task["prompt"].startswith("# Implement")
