@@ -14,6 +14,7 @@ left out, and at most :data:`MAX_SESSIONS` sessions are taken, the latest.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from logmine.pipeline import packaged
@@ -32,13 +33,18 @@ ORDER BY p.started_at
 _LAST_TASK_SQL = "SELECT * FROM tasks WHERE source_path = ? ORDER BY index DESC LIMIT 1"
 
 
+@functools.cache
+def _classifier() -> CommandClassifier:
+    """The packaged recognisers, compiled once: which of a session's commands segment redoes as edits."""
+    return CommandClassifier(packaged("segment"))
+
+
 def earlier_edits(store: Store, task: Task, cache: dict[str, tuple[tuple[Action, ...], tuple[str, ...]]],
                   calls_by_file: dict[str, dict] | None = None) -> tuple[tuple[Action, ...], tuple[str, ...]]:
     """(the edits, the session ids) of the sessions before ``task``'s that recorded its commit in its
     cwd, oldest first; ``cache`` keeps them per session file across the tasks of one run."""
     if task.source_path in cache:
         return cache[task.source_path]
-    classifier = CommandClassifier(packaged("segment"))
     edits: list[Action] = []
     sessions: list[str] = []
     for row in fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))[-MAX_SESSIONS:]:
@@ -46,7 +52,7 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, tuple[tuple[Action,
         if not last:
             continue
         item = load_task(store, last[0], calls_by_file)
-        own = [a for a in item.actions if a.kind == "patch" or (a.command and classifier.edits_files(a.command))]
+        own = [a for a in item.actions if a.kind == "patch" or (a.command and _classifier().redone(a.command))]
         if item.prior or own:
             edits += [*item.prior, *own]
             sessions.append(row["session_id"] or row["source_path"])

@@ -105,6 +105,10 @@ class CommandClassifier:
         """Does the command (possibly) change files in ways no patch event records?"""
         return any(p.search(text) for text in executed(command) for p in self._edits) or writes_file(command)
 
+    def redone(self, command: str) -> bool:
+        """Is the command redone before later tasks as an earlier edit: it may change files and runs no tests?"""
+        return not self.is_test(command) and self.edits_files(command)
+
     def is_test_file(self, path: str) -> bool:
         return any(p.search(path) for p in self._test_files)
 

@@ -79,7 +79,7 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
             command = event.command
             if not command or event.call_id in patched:
                 continue
-            if not classifier.is_test(command) and classifier.edits_files(command):
+            if classifier.redone(command):
                 work.opaque_edits.append(command)
                 work.edit_seqs.append(event.seq)
                 edits.append(PriorPatch(span.index, event.seq, event.call_id, command, event.workdir))
@@ -159,8 +159,7 @@ def _copied_edits(events: list[Event], before: int, calls: dict[str, dict],
         if event.kind == "patch" and patch_applied(calls.get(event.call_id)):
             if not edits or edits[-1].call_id != event.call_id:
                 edits.append(PriorPatch(-1, event.seq, event.call_id))
-        elif event.kind == "tool_call" and event.command and not classifier.is_test(event.command) \
-                and classifier.edits_files(event.command):
+        elif event.kind == "tool_call" and event.command and classifier.redone(event.command):
             edits.append(PriorPatch(-1, event.seq, event.call_id, event.command, event.workdir))
     patched = {e.call_id for e in events if e.kind == "patch" and e.seq < before}
     return [e for e in edits if e.command is None or e.call_id not in patched]
