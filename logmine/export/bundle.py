@@ -204,7 +204,7 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
             command = action.command.replace(root, "$WORKSPACE")
             cd = f'(cd "$WORKSPACE/{os.path.relpath(workdir, root)}" && '
             line = f"{cd}{command}\n)"  # ``)`` on a line of its own: a command may end in a # comment
-            if not _parses(line):  # as replayed, a command that bash cannot parse fails alone
+            if syntax_error(line):  # as replayed, a command that bash cannot parse fails alone
                 line = f"{cd}eval {shlex.quote(command)})"
             lines.append(line)
             continue
@@ -217,10 +217,12 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
     return "\n".join(lines) + "\n"
 
 
-def _parses(command: str) -> bool:
-    """Whether bash can parse ``command``: one that cannot (an unbalanced quote the session ran and
-    saw fail) would end the whole script at parse time, every later action with it."""
-    return subprocess.run(["bash", "-n", "-c", command], capture_output=True).returncode == 0
+def syntax_error(script: str) -> str | None:
+    """What bash says of ``script`` when it cannot parse it (its last line of complaint), else None:
+    a command that cannot parse (an unbalanced quote the session ran and saw fail) would end the whole
+    script at parse time, every later action with it."""
+    done = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+    return (done.stderr.strip().splitlines() or ["syntax error"])[-1] if done.returncode else None
 
 
 def _patch_writes(ops: tuple[FileOp, ...], root: Path, n: int) -> list[str]:

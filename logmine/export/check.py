@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment
 from logmine.environment.provide import Provided, provide, sandbox_options
+from logmine.export.bundle import syntax_error
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 
 WORKSPACE = "/workspace"
@@ -47,9 +47,9 @@ def check_bundle(bundle: Path, env: Environment, live: Path | None, *, left_out:
     broken = _NOT_APPLIED.search(solve)
     if broken:
         return BundleCheck(f"solution incomplete: {broken.group(1)[:200]}")
-    syntax = subprocess.run(["bash", "-n", "-c", solve], capture_output=True, text=True)
-    if syntax.returncode:  # bash would run its lines up to the error, then stop: a half-applied solution
-        return BundleCheck(f"solution does not parse: {syntax.stderr.strip().splitlines()[-1][:200]}")
+    syntax = syntax_error(solve)
+    if syntax:  # bash would run its lines up to the error, then stop: a half-applied solution
+        return BundleCheck(f"solution does not parse: {syntax[:200]}")
     provided, tried = None, []
     for mode in ("built", "host", "none"):
         try:

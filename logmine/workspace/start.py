@@ -13,6 +13,7 @@ the status reason says.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import shutil
 import subprocess
@@ -127,25 +128,17 @@ def _own_misfit(own: tuple[Action, ...], tree: RebuiltTree) -> str | None:
     """Why ``tree`` is not the task's start by what the task did first, else None: a command it ran
     before any patch in a directory the tree lacks, or the first path its first patches (those before
     its first command) do not apply to."""
-    ops: list[FileOp] = []
     ran: list[str] = []  # commands run first: they may have made what a later patch needs
-    for action in own:
-        if action.kind == "command":
-            where = action.workdir if action.workdir and within(action.workdir, tree.root) else None
-            rel = os.path.relpath(where, tree.root) if where else "."
-            if not ops and not (tree.path / rel).is_dir() and not any(rel.split("/")[0] in c for c in ran):
-                return f"the task ran a command in {rel}, a directory not in the tree"
-            ran.append(action.command or "")
-            if ops:
-                break
-            continue
-        if ran:
-            break
-        try:
-            ops += rooted(action.ops, action.workdir or tree.cwd, tree.root)
-        except PatchError:
-            break
-    path = failing_path(ops, tree.path) if ops else None
+    for action in itertools.takewhile(lambda a: a.kind == "command", own):
+        where = action.workdir if action.workdir and within(action.workdir, tree.root) else None
+        rel = os.path.relpath(where, tree.root) if where else "."
+        if not (tree.path / rel).is_dir() and not any(rel.split("/")[0] in c for c in ran):
+            return f"the task ran a command in {rel}, a directory not in the tree"
+        ran.append(action.command or "")
+    if ran:
+        return None
+    first = tuple(itertools.takewhile(lambda a: a.kind == "patch", own))
+    path = failing_path(_own_ops(first, tree.cwd, tree.root), tree.path) if first else None
     return f"the task's patch of {path} does not apply" if path else None
 
 
