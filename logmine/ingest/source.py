@@ -82,18 +82,22 @@ def read_file(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, 
 def _read_changed(path: Path, prev: FileRecord | None, new_gen, redactor: Redactor, max_line: int,
                   st: os.stat_result) -> FileResult:
     source = str(path)
-    if prev and prev.error is None and prev.format in RESUMABLE and prev.content_hash and prev.state \
-            and not _header_open(prev.state):
+    grown = False  # the file grew, but is read again whole: its session row was still open (below)
+    if prev and prev.error is None and prev.format in RESUMABLE and prev.content_hash and prev.state:
+        state = FileState.from_json(prev.state)
         with open_content(path) as content:
             hasher = xxhash.xxh3_128()
             _feed(content, hasher, prev.consumed)
             if content.pos == prev.consumed and hasher.hexdigest() == prev.content_hash:
-                reader = _JsonlReader(source, FileState.from_json(prev.state), prev.file_gen, redactor, max_line)
-                reader.read(content, prev.consumed, hasher)
-                return reader.result(st, "grown" if reader.consumed > prev.consumed else "unchanged")
+                # a Claude Code file read before its first answer: its session row still takes fields from
+                # the lines to come, so it is read again whole (a new generation), as one read would make it
+                grown = bool((state.claude or {}).get("open"))
+                if not grown:
+                    reader = _JsonlReader(source, state, prev.file_gen, redactor, max_line)
+                    reader.read(content, prev.consumed, hasher)
+                    return reader.result(st, "grown" if reader.consumed > prev.consumed else "unchanged")
     gen = new_gen()
-    reread = bool(prev and prev.state and prev.content_hash and _header_open(prev.state))  # not a rewrite
-    change = ("grown" if reread else "rewritten") if prev else "new"
+    change = ("grown" if grown else "rewritten") if prev else "new"
     if _is_g0(path, max_line):
         with open_content(path) as content:
             return _read_g0(content, source, gen, st, redactor, change)
@@ -102,13 +106,6 @@ def _read_changed(path: Path, prev: FileRecord | None, new_gen, redactor: Redact
                               redactor, max_line)
         reader.read(content, 0, xxhash.xxh3_128())
         return reader.result(st, change)
-
-
-def _header_open(state: str) -> bool:
-    """Was the file's session row still taking fields from its next lines when it was last read (a
-    Claude Code file read before its first answer)? Then a grown file is read again whole, a new
-    generation, so that the row is the one a single read of the whole file makes."""
-    return bool((FileState.from_json(state).claude or {}).get("open"))
 
 
 def unchanged(prev: FileRecord | None, size: int, mtime_ns: int) -> bool:
