@@ -320,6 +320,26 @@ def test_keyword_prefilter_with_and_without_aho_corasick():
         assert selected({k for _, k in rules._automaton.iter(low)}) == selected(rules.scan_keywords(low)), line[:200]
 
 
+def test_the_prefilter_does_not_report_every_position_of_a_long_run():
+    """A rule's Hyperscan pattern that matches anywhere inside a long base64-like run (an encrypted
+    reasoning item, a hash: lookarounds are dropped in prefilter mode) reports thousands of hits per
+    line to Python: one such rule once made the whole scan nine times slower. Runs are the base64
+    pass's to find (:func:`logmine.redact.prefilter.base64_runs`), not the patterns'."""
+    from logmine.redact import ruleset
+
+    rules = ruleset()
+    if rules.prefilter.name != "hyperscan":
+        pytest.skip("Hyperscan is not installed")
+    rng = random.Random(0)
+    run = "".join(rng.choice(string.ascii_letters + string.digits + "+/") for _ in range(20000))
+    lines = [f'{{"type":"reasoning","content":"{run}"}}', f'{{"x":"+{run[:80]}"}}', f"sha {run[:64]}\n{run[:100]}="]
+    hits = Counter()
+    rules.prefilter._db.scan("\n".join(lines).encode(), scratch=rules.prefilter._scratch(),
+                             match_event_handler=lambda rule, *_: hits.update([rule]))
+    named = {rules.rules[i].id if i < len(rules.rules) else "base64": n for i, n in hits.items()}
+    assert sum(hits.values()) < 50, named
+
+
 def test_every_way_of_asking_for_the_rules_shares_one_compiled_set():
     """The forkserver warms ``ruleset()``; a worker's ``Redactor()`` must find that set, not compile
     every rule again (``lru_cache`` keys ``f()`` and ``f(None)`` apart)."""
