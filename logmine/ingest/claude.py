@@ -26,7 +26,6 @@ import re
 import orjson
 
 from logmine.ingest.mapping import (
-    RecordShapeError,
     SessionMapper,
     _Ctx,
     _require,
@@ -36,6 +35,7 @@ from logmine.ingest.mapping import (
     session_id_from_path,
 )
 from logmine.ingest.records import parse_ts
+from logmine.ingest.shapes import RecordShapeError
 from logmine.ingest.tools import output_text, shell_call
 from logmine.patch import FileOp, Hunk
 

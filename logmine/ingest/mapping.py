@@ -28,17 +28,41 @@ from datetime import UTC, datetime
 
 import orjson
 
-from logmine.errors import LogmineError
 from logmine.ingest.injected import injected_kind
 from logmine.ingest.records import EventRows, ghost_fields
 from logmine.ingest.records import parse_ts as _ts
-from logmine.ingest.tools import duration_seconds, output_text, parse_output, patch_input, shell_call
+from logmine.ingest.shapes import (
+    UNSET,
+    CompactedLine,
+    EventMsg,
+    EventMsgLine,
+    G0Document,
+    G0Item,
+    G2Line,
+    HistoryLine,
+    LegacyLine,
+    Payload,
+    RecordShapeError,
+    ResponseItem,
+    ResponseItemLine,
+    SessionMeta,
+    SessionMetaLine,
+    TurnContextLine,
+)
+from logmine.ingest.tools import (
+    content_text,
+    duration_seconds,
+    output_text,
+    parse_arguments,
+    parse_output,
+    patch_input,
+    shell_call,
+)
 from logmine.patch import PatchError, parse_patch
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _UUID7 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
 _CWD = re.compile(r"<cwd>(.*?)</cwd>", re.S)
-_PAYLOAD_KINDS = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output"})
 #: The longest pause between two lines of a copied parent history (it is written in one burst,
 #: milliseconds apart; the child's own first line follows it 0.6 s later at the least in real files).
@@ -52,10 +76,6 @@ _EVENT_KINDS = {
     "turn_aborted": "aborted",
     "context_compacted": "compaction",
 }
-
-
-class RecordShapeError(LogmineError, ValueError):
-    """A record is valid JSON but its fields do not have the types its kind requires."""
 
 
 @dataclass
@@ -94,75 +114,72 @@ class SessionMapper:
 
     # -- entry points, one per on-disk generation ---------------------------------------------
 
-    def g2_line(self, obj: dict, line_no: int, offset: int | None, raw: str | bytes) -> None:
-        """A typed-wrapper line ``{timestamp, type, payload}``."""
-        ctx = _Ctx(line_no, offset, _stamp(obj.get("timestamp")), raw)
-        kind, payload = obj.get("type"), obj.get("payload")
-        if kind in _PAYLOAD_KINDS and not isinstance(payload, dict):
-            raise RecordShapeError(f"{kind} payload is not an object")
+    def g2_line(self, line: G2Line, line_no: int, offset: int | None, raw: str | bytes) -> None:
+        """A typed-wrapper line ``{timestamp, type, payload}`` (:func:`~.shapes.decode_g2`)."""
+        ctx = _Ctx(line_no, offset, _stamp(line.timestamp), raw)
+        payload = line.payload
         if self.state.copied_from is not None:
             self._copy_goes_on(ctx.ts, payload)
-        if kind == "session_meta":
-            self._session_meta(payload, ctx)
-        elif kind == "response_item":
+        if isinstance(line, ResponseItemLine):
             self._track_turn(payload)
             self._response_item(payload, ctx)
-        elif kind == "event_msg":
+        elif isinstance(line, EventMsgLine):
             self._track_turn(payload)
             self._event_msg(payload, ctx)
-        elif kind == "turn_context":
+        elif isinstance(line, SessionMetaLine):
+            self._session_meta(payload, ctx)
+        elif isinstance(line, TurnContextLine):
             self._track_turn(payload)
-            model = payload.get("model")
-            self._emit(ctx, "turn_context", "turn_context", model=_str(model), workdir=_str(payload.get("cwd")))
-        elif kind == "compacted":
-            self._emit(ctx, "compaction", "compacted", text=_str(payload.get("message")))
-        elif kind == "token_usage_record":
+            self._emit(ctx, "turn_context", "turn_context", model=_str(payload.model), workdir=_str(payload.cwd))
+        elif isinstance(line, CompactedLine):
+            self._emit(ctx, "compaction", "compacted", text=_str(payload.message))
+        elif line.type == "token_usage_record":
             self._emit(ctx, "token_usage", "token_usage_record")
         else:
-            self._emit(ctx, "other", str(kind))
+            self._emit(ctx, "other", str(line.type))
 
-    def g1_line(self, obj: dict, line_no: int, offset: int | None, raw: str | bytes) -> None:
-        """A legacy JSONL line: the bare SessionMeta header, a bare ResponseItem or a state line."""
+    def g1_line(self, line: LegacyLine, line_no: int, offset: int | None, raw: str | bytes) -> None:
+        """A legacy JSONL line (:func:`~.shapes.decode_legacy`): the bare SessionMeta header, a bare
+        ResponseItem or a state line."""
         ctx = _Ctx(line_no, offset, None, raw)
-        record_type = obj.get("record_type")
+        record_type = line.record_type
+        header = record_type == "session_meta" or (not self.state.meta_seen and line.type is UNSET
+                                                   and line.id is not UNSET)
+        line.type = None if line.type is UNSET else line.type
+        line.id = None if line.id is UNSET else line.id
         if record_type in ("response", "event"):  # short-lived tagged draft of Sept 2025
-            payload = {k: v for k, v in obj.items() if k != "record_type"}
-            (self._response_item if record_type == "response" else self._event_msg)(payload, ctx)
-        elif record_type == "session_meta" or (not self.state.meta_seen and "type" not in obj and "id" in obj):
-            self._session_meta(obj, _Ctx(line_no, offset, _stamp(obj.get("timestamp")), raw))
+            (self._response_item if record_type == "response" else self._event_msg)(line, ctx)
+        elif header:
+            self._session_meta(line, _Ctx(line_no, offset, _stamp(line.timestamp), raw))
         elif record_type is not None:
             self._emit(ctx, "other", f"record_type/{record_type}")
         else:
-            self._response_item(obj, ctx)
+            self._response_item(line, ctx)
 
-    def g0_document(self, doc: dict, raw_items: list[str]) -> None:
+    def g0_document(self, doc: G0Document, raw_items: list[str]) -> None:
         """The TypeScript CLI's ``{session, items}`` file; items may be Responses or chat-style."""
-        session, items = doc.get("session"), doc.get("items")
-        _require(isinstance(session, dict) and isinstance(items, list), "G0 file lacks session/items")
-        self._session_meta(session, _Ctx(None, None, _stamp(session.get("timestamp")), None))
-        for index, item in enumerate(items):
+        session = doc.session
+        self._session_meta(session, _Ctx(None, None, _stamp(session.timestamp), None))
+        for index, item in enumerate(doc.items):
             ctx = _Ctx(index + 1, None, None, raw_items[index])
-            if not isinstance(item, dict):
-                raise RecordShapeError(f"item {index} is not an object")
-            if "type" in item:
+            if item.type is not UNSET:
                 self._response_item(item, ctx)
             else:
+                item.type = None
                 self._chat_message(item, ctx)
 
-    def history_line(self, obj: dict, line_no: int, offset: int | None, raw: str | bytes) -> None:
+    def history_line(self, line: HistoryLine, line_no: int, offset: int | None, raw: str | bytes) -> None:
         """A ``history.jsonl`` prompt: ``{session_id, ts, text}``."""
-        _require(isinstance(obj.get("text"), str), "history entry without text")
-        _require(isinstance(obj.get("session_id"), str), "history entry without session_id")
-        ts = obj.get("ts")
-        when = datetime.fromtimestamp(ts, UTC).isoformat() if isinstance(ts, (int, float)) else None
-        ctx = _Ctx(line_no, offset, when, raw)
-        self._emit(ctx, "user_message", "history", session_id=_str(obj.get("session_id")), role="user",
-                   text=obj["text"], is_injected=False)
+        _require(isinstance(line.text, str), "history entry without text")
+        _require(isinstance(line.session_id, str), "history entry without session_id")
+        ctx = _Ctx(line_no, offset, _epoch(line.ts), raw)
+        self._emit(ctx, "user_message", "history", session_id=line.session_id, role="user", text=line.text,
+                   is_injected=False)
 
     # -- record kinds -------------------------------------------------------------------------
 
-    def _session_meta(self, p: dict, ctx: _Ctx) -> None:
-        sid = _text(p.get("id"), "id")
+    def _session_meta(self, p: SessionMeta | LegacyLine, ctx: _Ctx) -> None:
+        sid = _text(p.id, "id")
         if self.state.meta_seen:  # resumed files repeat it; the first one names the file
             if sid is not None and sid != self.state.session_id:
                 self._fork_of(sid, ctx)
@@ -173,29 +190,28 @@ class SessionMapper:
         sid = sid or self.state.session_id
         self.state.session_id = sid
         self.events.set_missing("session_id", sid)  # events before the header (rare) get the id too
-        source, parent = _source(p.get("source"))
-        git = p.get("git") if isinstance(p.get("git"), dict) else {}
-        base = p.get("base_instructions")
-        instructions = p.get("instructions")
-        if instructions is None and isinstance(base, dict):
-            instructions = base.get("text")
+        source, parent = _source(p.source)
+        git = p.git if isinstance(p.git, dict) else {}
+        instructions = p.instructions
+        if instructions is None and isinstance(p.base_instructions, dict):
+            instructions = p.base_instructions.get("text")
         self.sessions.append(
             {
                 "session_id": sid,
                 "source_path": self.source_path,
                 "format": self.state.format,
-                "cli_version": _str(p.get("cli_version")),
-                "originator": _str(p.get("originator")),
+                "cli_version": _str(p.cli_version),
+                "originator": _str(p.originator),
                 "source": source,
-                "parent_session_id": parent or _str(p.get("parent_thread_id")),
-                "forked_from_id": _str(p.get("forked_from_id")),
-                "model": _text(p.get("model"), "model"),
-                "model_provider": _str(p.get("model_provider")),
-                "cwd": _text(p.get("cwd"), "cwd"),
+                "parent_session_id": parent or _str(p.parent_thread_id),
+                "forked_from_id": _str(p.forked_from_id),
+                "model": _text(p.model, "model"),
+                "model_provider": _str(p.model_provider),
+                "cwd": _text(p.cwd, "cwd"),
                 "git_commit": _str(git.get("commit_hash")),
                 "git_branch": _str(git.get("branch")),
                 "git_repo_url": _str(git.get("repository_url")),
-                "started_at": _ts(p.get("timestamp")) or _ts(ctx.ts),
+                "started_at": _ts(p.timestamp) or _ts(ctx.ts),
                 "instructions": _str(instructions),
                 "file_gen": self.file_gen,
             }
@@ -220,60 +236,67 @@ class SessionMapper:
         """Called for each line inside a copied history: does the copy end before this line?"""
         state = self.state
         now, last = _ts(ts), _ts(state.copy_ts)
-        turn = payload.get("turn_id") if isinstance(payload, dict) else None
+        if isinstance(payload, Payload):
+            turn = payload.turn_id
+        else:
+            turn = payload.get("turn_id") if isinstance(payload, dict) else None
         if now is None or last is None or (now - last).total_seconds() > COPY_GAP_S \
                 or (isinstance(turn, str) and _began_after(turn, state.session_id)):
             state.copied_from = state.copy_ts = None
         else:
             state.copy_ts = ts
 
-    def _response_item(self, p: dict, ctx: _Ctx) -> None:
-        kind = p.get("type")
+    def _response_item(self, p: ResponseItem, ctx: _Ctx) -> None:
+        kind = p.type
         rt = f"response_item/{kind}"
         if kind == "message":
-            self._message(p.get("role"), _content_text(p.get("content")), ctx, rt)
+            self._message(p.role, content_text(p.content), ctx, rt)
         elif kind == "reasoning":
-            text = _content_text(p.get("summary")) or _content_text(p.get("content"))
+            text = content_text(p.summary) or content_text(p.content)
             self._emit(ctx, "reasoning", rt, role="assistant", text=text)
         elif kind in ("function_call", "custom_tool_call"):
-            self._tool_call(p, ctx, rt)
+            freeform = isinstance(p.input, str)
+            self._tool_call(p.name, p.input if freeform else _str(p.arguments), freeform, (p.call_id, p.id), ctx, rt)
         elif kind == "local_shell_call":
-            action = p.get("action") if isinstance(p.get("action"), dict) else {}
-            self._tool_call({"name": "local_shell", "call_id": p.get("call_id") or p.get("id"),
-                             "arguments": orjson.dumps(action).decode()}, ctx, rt)
+            action = p.action if isinstance(p.action, dict) else {}
+            self._tool_call("local_shell", orjson.dumps(action).decode(), False, (p.call_id or p.id, None), ctx, rt)
         elif kind in _OUTPUT_TYPES:
-            self._tool_output(p.get("call_id"), output_text(p.get("output")), ctx, rt)
+            self._tool_output(p.call_id, output_text(p.output), ctx, rt)
         elif kind == "web_search_call":
-            action = p.get("action")
-            self._emit(ctx, "tool_call", rt, role="assistant", tool_name="web_search", status=_str(p.get("status")),
-                       call_id=_text(p.get("call_id") or p.get("id"), "call_id"),
+            action = p.action
+            self._emit(ctx, "tool_call", rt, role="assistant", tool_name="web_search", status=_str(p.status),
+                       call_id=_text(p.call_id or p.id, "call_id"),
                        arguments=None if action is None else orjson.dumps(action).decode())
         elif kind in ("compaction", "compaction_summary"):
             self._emit(ctx, "compaction", rt)
         elif kind == "ghost_snapshot":
-            commit, untracked = ghost_fields(p)
+            commit, untracked = ghost_fields(p.ghost_commit)
             self._emit(ctx, "other", rt, ghost_commit=commit, ghost_untracked=untracked)
         else:
             self._emit(ctx, "other", rt)
 
-    def _event_msg(self, p: dict, ctx: _Ctx) -> None:
-        kind = p.get("type")
+    def _event_msg(self, p: EventMsg | LegacyLine, ctx: _Ctx) -> None:
+        kind = p.type
         rt = f"event_msg/{kind}"
         canonical = _EVENT_KINDS.get(kind)
         if kind == "user_message":
-            text = _str(p.get("message"))
+            text = _str(_given(p.message))
             injected = injected_kind("user", text)
             self._emit(ctx, "user_message", rt, role="user", text=text, is_injected=injected is not None,
                        injected_kind=injected)
         elif kind in ("agent_message", "agent_reasoning", "agent_reasoning_raw_content"):
-            self._emit(ctx, canonical, rt, role="assistant", text=_str(p.get("message", p.get("text"))))
+            text = p.text if p.message is UNSET else p.message
+            self._emit(ctx, canonical, rt, role="assistant", text=_str(text))
         elif kind == "turn_aborted":
-            self._emit(ctx, "aborted", rt, text=_str(p.get("reason")))
+            self._emit(ctx, "aborted", rt, text=_str(p.reason))
         elif kind == "exec_command_end":
-            self._command_end(p, ctx, rt)
-        elif kind == "item_completed" and isinstance(p.get("item"), dict) \
-                and p["item"].get("type") == "CommandExecution":
-            self._command_end(dict(p["item"], call_id=p["item"].get("id")), ctx, f"{rt}/CommandExecution")
+            self._command_end(p.command, p.call_id, p.aggregated_output, p.exit_code, p.duration, p.status,
+                              p.process_id, ctx, rt)
+        elif kind == "item_completed" and isinstance(p.item, dict) and p.item.get("type") == "CommandExecution":
+            item = p.item
+            self._command_end(item.get("command"), item.get("id"), item.get("aggregated_output"),
+                              item.get("exit_code"), item.get("duration"), item.get("status"),
+                              item.get("process_id"), ctx, f"{rt}/CommandExecution")
         elif canonical:
             self._emit(ctx, canonical, rt)
         else:
@@ -291,15 +314,15 @@ class SessionMapper:
         self._emit(ctx, kind, rt, role=_str(role), text=text, is_injected=injected is not None,
                    injected_kind=injected)
 
-    def _tool_call(self, p: dict, ctx: _Ctx, rt: str) -> None:
-        name = _text(p.get("name"), "name") or ""
-        raw_input = p.get("input") if isinstance(p.get("input"), str) else None
-        arguments = raw_input if raw_input is not None else _str(p.get("arguments"))
-        args, status = _parse_arguments(arguments) if raw_input is None else ({}, None)
+    def _tool_call(self, name, arguments: str | None, freeform: bool, ids: tuple, ctx: _Ctx, rt: str) -> None:
+        """A tool call: ``arguments`` as written (JSON text; a custom tool's raw input when ``freeform``);
+        its id is the first of ``ids`` (``call_id``, ``id``) given."""
+        name = _text(name, "name") or ""
+        args, status = ({}, None) if freeform else parse_arguments(arguments)
         shell = shell_call(name, args)
         command = shell.command if shell else None
-        call_id = _text(p.get("call_id"), "call_id") or _text(p.get("id"), "id")
-        patch = patch_input(name, args, raw_input, command)
+        call_id = _text(ids[0], "call_id") or _text(ids[1], "id")
+        patch = patch_input(name, args, arguments if freeform else None, command)
         ops = []
         if patch is not None:
             try:
@@ -320,37 +343,37 @@ class SessionMapper:
                    exit_code=_exit_code(out.exit_code), duration_s=out.duration_s, exec_session_id=out.exec_session_id,
                    status=out.status)
 
-    def _command_end(self, p: dict, ctx: _Ctx, rt: str) -> None:
-        argv = p.get("command")
+    def _command_end(self, argv, call_id, output, exit_code, duration, status, process_id, ctx: _Ctx,
+                     rt: str) -> None:
+        """A command's end event (``exec_command_end``, app-server ``CommandExecution`` items)."""
         command = shell_call("shell", {"command": argv}).command if argv is not None else None
-        self._emit(ctx, "tool_output", rt, role="tool", call_id=_text(p.get("call_id"), "call_id"), command=command,
-                   text=_str(p.get("aggregated_output")), exit_code=_exit_code(p.get("exit_code")),
-                   duration_s=duration_seconds(p.get("duration")), status=_str(p.get("status")),
-                   exec_session_id=_str(p.get("process_id")))
+        self._emit(ctx, "tool_output", rt, role="tool", call_id=_text(call_id, "call_id"), command=command,
+                   text=_str(output), exit_code=_exit_code(exit_code), duration_s=duration_seconds(duration),
+                   status=_str(status), exec_session_id=_str(process_id))
 
-    def _chat_message(self, item: dict, ctx: _Ctx) -> None:
+    def _chat_message(self, item: G0Item, ctx: _Ctx) -> None:
         """Chat-completions-shaped items written by forked TypeScript CLIs."""
-        role = item.get("role")
+        role = item.role
         if role == "tool":
-            self._tool_output(item.get("tool_call_id"), output_text(item.get("content")), ctx, "chat/tool")
+            self._tool_output(item.tool_call_id, output_text(item.content), ctx, "chat/tool")
             return
-        if role == "assistant" and item.get("reasoning"):
-            self._emit(ctx, "reasoning", "chat/reasoning", role="assistant", text=_str(item.get("reasoning")))
-        text = _content_text(item.get("content"))
+        if role == "assistant" and item.reasoning:
+            self._emit(ctx, "reasoning", "chat/reasoning", role="assistant", text=_str(item.reasoning))
+        text = content_text(item.content)
         if text or role != "assistant":
             self._message(role, text, ctx, "chat/message")
-        for call in item.get("tool_calls") or []:
+        for call in item.tool_calls or []:
             _require(isinstance(call, dict), "tool_calls entry is not an object")
             fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            self._tool_call({"name": fn.get("name"), "arguments": fn.get("arguments"), "call_id": call.get("id")},
-                            ctx, "chat/tool_call")
+            self._tool_call(fn.get("name"), _str(fn.get("arguments")), False, (call.get("id"), None), ctx,
+                            "chat/tool_call")
 
     # -- helpers ------------------------------------------------------------------------------
 
-    def _track_turn(self, p: dict) -> None:
-        turn_id = p.get("turn_id")
+    def _track_turn(self, p: Payload) -> None:
+        turn_id = p.turn_id
         if turn_id is None:
-            meta = p.get("internal_chat_message_metadata_passthrough")
+            meta = p.internal_chat_message_metadata_passthrough
             turn_id = meta.get("turn_id") if isinstance(meta, dict) else None
         if isinstance(turn_id, str) and turn_id:
             self.state.explicit_turns = True
@@ -418,6 +441,22 @@ def _exit_code(value) -> int | None:
     return value
 
 
+def _given(value):
+    """A field declared ``UNSET`` by default (:mod:`.shapes`), absent read as null."""
+    return None if value is UNSET else value
+
+
+def _epoch(value) -> str | None:
+    """A history entry's ``ts`` (seconds since the epoch) as ISO text; None where it is no time a
+    timestamp can hold (the system's own call fails with an OSError there, which read the file as unreadable)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return datetime.fromtimestamp(value, UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def _str(value) -> str | None:
     if value is None or isinstance(value, str):
         return value
@@ -429,31 +468,6 @@ def _str(value) -> str | None:
 def _stamp(value) -> str | None:
     """A record's timestamp as the events' ``ts`` column takes it: the text, parsed with the column."""
     return value if isinstance(value, str) else None
-
-
-def _content_text(content) -> str | None:
-    """Text of a content list (input_text/output_text/summary_text/...), or a plain string."""
-    if content is None or isinstance(content, str):
-        return content
-    _require(isinstance(content, list), "content is neither a list nor a string")
-    parts = []
-    for item in content:
-        if isinstance(item, dict):
-            text = item.get("text")
-            parts.append(text if isinstance(text, str) else f"[{item.get('type', 'item')}]")
-        elif isinstance(item, str):
-            parts.append(item)
-    return "\n".join(parts)
-
-
-def _parse_arguments(arguments: str | None) -> tuple[dict, str | None]:
-    if not arguments:
-        return {}, None
-    try:
-        args = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return {}, "arguments are not valid JSON"
-    return (args, None) if isinstance(args, dict) else ({}, "arguments are not a JSON object")
 
 
 def _source(value) -> tuple[str | None, str | None]:

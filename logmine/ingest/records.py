@@ -222,7 +222,8 @@ class Event:
             values["args"] = _json_object(values["arguments"])
         if values.get("raw") and values.get("ghost_commit") is None and record_type == GHOST_SNAPSHOT:
             line = orjson.loads(values["raw"])
-            commit, untracked = ghost_fields(line.get("payload") if line.get("type") == "response_item" else line)
+            payload = line.get("payload") if line.get("type") == "response_item" else line
+            commit, untracked = ghost_fields(payload.get("ghost_commit") if isinstance(payload, dict) else None)
             values["ghost_commit"], values["ghost_untracked"] = commit, tuple(untracked or ())
         return cls(**values)
 
@@ -244,10 +245,9 @@ def _json_object(text: str | None) -> dict | None:
     return value if isinstance(value, dict) else None
 
 
-def ghost_fields(payload) -> tuple[str | None, list[str] | None]:
-    """A ``ghost_snapshot`` response item's commit id and the files it found untracked
-    (``payload.ghost_commit.id``, ``.preexisting_untracked_files``); None for what it lacks."""
-    ghost = payload.get("ghost_commit") if isinstance(payload, dict) else None
+def ghost_fields(ghost) -> tuple[str | None, list[str] | None]:
+    """A ``ghost_snapshot`` response item's commit id and the files it found untracked, from its
+    ``ghost_commit`` (``.id``, ``.preexisting_untracked_files``); None for what it lacks."""
     if not isinstance(ghost, dict):
         return None, None
     commit = ghost.get("id")

@@ -23,16 +23,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import orjson
 import xxhash
 
 from logmine.ingest.claude import ClaudeMapper, is_claude_line
 from logmine.ingest.discover import is_claude_name
-from logmine.ingest.mapping import FileState, RecordShapeError, SessionMapper, session_id_from_path
+from logmine.ingest.mapping import FileState, SessionMapper, session_id_from_path
 from logmine.ingest.reader import Block, ContentStream, iter_blocks, iter_lines, open_content
 from logmine.ingest.records import EXCERPT_CHARS, EventRows, FileRecord, parse_ts
+from logmine.ingest.shapes import (
+    NotAnObject,
+    RecordShapeError,
+    decode_g2,
+    decode_history,
+    decode_legacy,
+    decode_object,
+    g0_document,
+    json_problem,
+)
 from logmine.redact import Redactor
 
+_DECODERS = {"g2": decode_g2, "g1": decode_legacy, "history": decode_history}
 MAX_G0_BYTES = 1 << 30
 BOM = b"\xef\xbb\xbf"
 RESUMABLE = frozenset({"g1", "g2", "history", "claude"})  # formats read line by line, so a grown file resumes
@@ -156,6 +168,7 @@ class _JsonlReader:
 
     def __init__(self, source: str, state: FileState, gen: int, redactor: Redactor, max_line: int):
         self.mapper = SessionMapper(source, state, gen)
+        self.decode: Callable[[bytes | str], object] | None = None  # the file's format's decoder, once known
         self.map_line: Callable[..., None] | None = None  # the mapper's method for the file's format, once known
         self.claude: ClaudeMapper | None = None  # a Claude Code file's mapper
         self.redactor = redactor
@@ -220,37 +233,55 @@ class _JsonlReader:
         batch.clear()
 
     def _line(self, text: str, clean: str, offset: int, data: bytes) -> None:
-        """One decoded line and its redacted text: parsed, mapped, or quarantined with the reason.
+        """One decoded line and its redacted text: decoded into its format's record type (:mod:`.shapes`),
+        mapped, or quarantined with the reason.
 
-        A line redaction left as it was is parsed and stored from its bytes (``data``): orjson and
-        Arrow take UTF-8, and a ``str`` holding any non-ASCII character would be encoded again for each.
+        A line redaction left as it was is decoded and stored from its bytes (``data``): the decoders
+        and Arrow take UTF-8, and a ``str`` holding any non-ASCII character would be encoded again for each.
         """
         source = data if clean is text else clean
-        try:
-            obj = orjson.loads(source)
-        except orjson.JSONDecodeError as exc:
-            self._quarantine(offset, f"invalid JSON: {exc}", self.redactor.redact_text(text))
-            return
-        if not isinstance(obj, dict):
-            self._quarantine(offset, f"JSON {type(obj).__name__} where an object was expected", clean)
-            return
+        if self.decode is None or self.map_line is None:
+            if (found := self._first_line(source, text, clean, offset)) is None:
+                return
+            self.decode, self.map_line = found
         mapper, state = self.mapper, self.mapper.state
-        if state.format is None:
-            state.format = detect_format(self.mapper.source_path, obj)
-        if self.map_line is None:
-            if state.format == "claude":
-                self.claude = ClaudeMapper(mapper)
-                self.map_line = self.claude.line
-            else:
-                self.map_line = getattr(mapper, f"{state.format}_line")
+        try:
+            record = self.decode(source)
+        except RecordShapeError as exc:
+            self._quarantine(offset, f"unexpected record shape: {exc}", clean)
+            return
+        except (msgspec.DecodeError, orjson.JSONDecodeError, NotAnObject) as exc:
+            reason = json_problem(source, exc)
+            self._quarantine(offset, reason, self.redactor.redact_text(text) if reason.startswith("invalid JSON") else clean)
+            return
         mark = (len(mapper.events), len(mapper.sessions), state.seq, state.meta_seen)
         try:
-            self.map_line(obj, state.line_no, offset, source)
+            self.map_line(record, state.line_no, offset, source)
         except (RecordShapeError, TypeError, AttributeError, ValueError, KeyError) as exc:
             mapper.events.truncate(mark[0])
             del mapper.sessions[mark[1]:]
             state.seq, state.meta_seen = mark[2], mark[3]
             self._quarantine(offset, f"unexpected record shape: {exc}", clean)
+
+    def _first_line(self, source: bytes | str, text: str, clean: str,
+                    offset: int) -> tuple[Callable[[bytes | str], object], Callable[..., None]] | None:
+        """The file's first JSON line: tells its format (a file resumed knows it), hence its decoder and
+        mapper. None when the line is no JSON object (quarantined, and the next line is first)."""
+        mapper, state = self.mapper, self.mapper.state
+        if state.format is None:
+            try:
+                obj = orjson.loads(source)
+            except orjson.JSONDecodeError as exc:
+                self._quarantine(offset, f"invalid JSON: {exc}", self.redactor.redact_text(text))
+                return None
+            if not isinstance(obj, dict):
+                self._quarantine(offset, f"JSON {type(obj).__name__} where an object was expected", clean)
+                return None
+            state.format = detect_format(mapper.source_path, obj)
+        if state.format == "claude":
+            self.claude = ClaudeMapper(mapper)
+            return decode_object, self.claude.line
+        return _DECODERS[state.format], getattr(mapper, f"{state.format}_line")
 
     def _quarantine(self, offset: int, reason: str, excerpt: str) -> None:
         self.quarantine.append({
@@ -315,7 +346,7 @@ def _read_g0(content: ContentStream, source: str, gen: int, st: os.stat_result, 
     items = doc.get("items") if isinstance(doc, dict) else None
     try:
         raw_items = [orjson.dumps(i).decode() for i in items] if isinstance(items, list) else []
-        mapper.g0_document(doc if isinstance(doc, dict) else {}, raw_items)
+        mapper.g0_document(g0_document(doc if isinstance(doc, dict) else {}), raw_items)
     except (RecordShapeError, TypeError, AttributeError, ValueError, KeyError) as exc:
         return quarantine(f"unexpected document shape: {exc}", clean)
     return FileResult(record(state.to_json()), change, mapper.events, mapper.sessions, bytes_read=len(data))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from logmine.ingest.shapes import RecordShapeError
 from logmine.patch import extract_patch
 
 # ``Bash``: Claude Code's shell tool (``{"command": ...}``), read the same way (logmine.ingest.claude)
@@ -191,3 +192,30 @@ def _float(value) -> float | None:
         return None if value is None else float(value)
     except (TypeError, ValueError):
         return None
+
+
+def content_text(content) -> str | None:
+    """Text of a content list (input_text/output_text/summary_text/...), or a plain string."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise RecordShapeError("content is neither a list nor a string")
+    parts = []
+    for item in content:
+        if isinstance(item, dict):
+            text = item.get("text")
+            parts.append(text if isinstance(text, str) else f"[{item.get('type', 'item')}]")
+        elif isinstance(item, str):
+            parts.append(item)
+    return "\n".join(parts)
+
+
+def parse_arguments(arguments: str | None) -> tuple[dict, str | None]:
+    """A function call's arguments as a dict, and why not where they are not a JSON object."""
+    if not arguments:
+        return {}, None
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {}, "arguments are not valid JSON"
+    return (args, None) if isinstance(args, dict) else ({}, "arguments are not a JSON object")
