@@ -19,12 +19,12 @@ from dataclasses import replace
 
 from logmine.pipeline import packaged
 from logmine.segment.commands import CommandClassifier
-from logmine.segment.records import Action, Task, TaskInput, load_task, read_tasks
+from logmine.segment.records import Action, Chain, Task, TaskInput, load_task, read_tasks
 from logmine.store import Store, fetch_dicts
 
 MAX_SESSIONS = 12
 _EARLIER_SQL = """
-SELECT p.source_path, p.session_id FROM sessions p, sessions me
+SELECT p.source_path, p.session_id, p.git_branch FROM sessions p, sessions me
 WHERE me.source_path = ? AND me.git_commit IS NOT NULL AND me.cwd IS NOT NULL
   AND p.git_commit = me.git_commit AND p.cwd = me.cwd AND p.source_path <> me.source_path
   AND p.started_at < me.started_at AND p.forked_from_id IS NULL AND coalesce(p.source, '') NOT LIKE 'subagent%'
@@ -39,14 +39,15 @@ def _classifier() -> CommandClassifier:
     return CommandClassifier(packaged("segment"))
 
 
-def earlier_edits(store: Store, task: Task, cache: dict[str, tuple[tuple[Action, ...], tuple[str, ...]]],
-                  calls_by_file: dict[str, dict] | None = None) -> tuple[tuple[Action, ...], tuple[str, ...]]:
-    """(the edits, the session ids) of the sessions before ``task``'s that recorded its commit in its
-    cwd, oldest first; ``cache`` keeps them per session file across the tasks of one run."""
+def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
+                  calls_by_file: dict[str, dict] | None = None) -> Chain | None:
+    """The edits of the sessions before ``task``'s that recorded its commit in its cwd, oldest first
+    (None when they made none); ``cache`` keeps them per session file across the tasks of one run."""
     if task.source_path in cache:
         return cache[task.source_path]
     edits: list[Action] = []
     sessions: list[str] = []
+    branches: list[str | None] = []
     for row in fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))[-MAX_SESSIONS:]:
         last = read_tasks(store, _LAST_TASK_SQL, [row["source_path"]])
         if not last:
@@ -56,11 +57,12 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, tuple[tuple[Action,
         if item.prior or own:
             edits += [*item.prior, *own]
             sessions.append(row["session_id"] or row["source_path"])
-    cache[task.source_path] = (tuple(edits), tuple(sessions))
+            branches.append(row["git_branch"])
+    cache[task.source_path] = Chain(tuple(edits), tuple(sessions), branches[0]) if edits else None
     return cache[task.source_path]
 
 
 def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
     """``item`` with the edits of the earlier sessions at its commit (:func:`earlier_edits`)."""
-    edits, sessions = earlier_edits(store, item.task, cache, calls_by_file)
-    return replace(item, chained=edits, chained_from=sessions) if edits else item
+    chain = earlier_edits(store, item.task, cache, calls_by_file)
+    return replace(item, chain=chain) if chain else item

@@ -273,6 +273,16 @@ class Action:
 
 
 @dataclass(frozen=True, slots=True)
+class Chain:
+    """The edits of earlier sessions at a session's commit in its cwd (:mod:`logmine.segment.chain`):
+    what its start may hold beyond the commit when the author did not commit between sessions."""
+
+    edits: tuple[Action, ...]
+    sessions: tuple[str, ...]  # their ids, oldest first
+    branch: str | None = None  # the branch the oldest of them recorded: where its replay starts
+
+
+@dataclass(frozen=True, slots=True)
 class TaskInput:
     """A task with everything verify and export need to rebuild and replay it."""
 
@@ -280,9 +290,7 @@ class TaskInput:
     candidates: tuple[Candidate, ...]
     actions: tuple[Action, ...]
     prior: tuple[Action, ...]  # earlier tasks' patches and shell edits, redone onto the start commit
-    # edits of earlier sessions at the same commit in the same cwd (logmine.segment.chain), and their ids
-    chained: tuple[Action, ...] = ()
-    chained_from: tuple[str, ...] = ()
+    chain: Chain | None = None  # earlier sessions' edits at the same commit in the same cwd
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

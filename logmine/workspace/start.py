@@ -27,7 +27,7 @@ from logmine.patch import FileOp, PatchError, rooted
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
-from logmine.segment.records import Action, Repo, StartState
+from logmine.segment.records import Action, Chain, Repo, StartState
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import NotRebuilt, StartDiffered, failing_path, redo_earlier, within
 
@@ -80,35 +80,37 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
             limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
-            mask: Mask = PLACEHOLDERS, chained: tuple[Action, ...] = (),
-            chained_from: tuple[str, ...] = ()) -> RebuiltTree:
+            mask: Mask = PLACEHOLDERS, chain: Chain | None = None) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
-    ``chained``: the edits of earlier sessions that recorded the same commit in the same cwd
-    (``chained_from``: their ids; :mod:`logmine.segment.chain`). When the start rebuilt without them
-    is shown not to be the author's — an earlier patch does not apply, or the task's first patches
-    fail on it — the start is rebuilt again with them redone first, and taken when the task's first
-    patches apply there (the author had not committed between the sessions); else the first outcome
-    stands. :func:`_rebuild` does the rest (below).
+    ``chain``: the edits of earlier sessions that recorded the same commit in the same cwd
+    (:mod:`logmine.segment.chain`). When the start rebuilt without them is shown not to be the
+    author's — an earlier patch does not apply, or the task's first patches fail on it — the start is
+    rebuilt again with them redone first, from the branch the oldest of those sessions recorded (its
+    commands made the branch this session recorded: spec-kit's ``git checkout -b 001-…``), and taken
+    when the task's first patches apply there (the author had not committed between the sessions);
+    else the first outcome stands. :func:`_rebuild` does the rest (below).
     """
-    def build(actions: tuple[Action, ...], where: Path) -> RebuiltTree:
+    def build(actions: tuple[Action, ...], where: Path, branch: str | None) -> RebuiltTree:
         return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
-                        backend=backend, limits=limits, own=own, started=started, mask=mask)
+                        backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch)
 
+    if chain is None:
+        return build(prior, dest, recipe.repo.git_branch)
     first: RebuiltTree | NotRebuilt
     try:
-        tree = build(prior, dest)
-        evidence = _own_misfit(own, tree) if chained and tree.method != "ghost_snapshot" else None
+        tree = build(prior, dest, recipe.repo.git_branch)
+        evidence = _own_misfit(own, tree) if tree.method != "ghost_snapshot" else None
         if evidence is None:
             return tree
         first = tree
     except NotRebuilt as exc:
-        if not chained or not (isinstance(exc, StartDiffered) or "does not apply" in str(exc)):
+        if not (isinstance(exc, StartDiffered) or "does not apply" in str(exc)):
             raise
         first, evidence = exc, str(exc)
     alt = dest.with_name(dest.name + "-chained")
     try:
-        second: RebuiltTree | None = build((*chained, *prior), alt)
+        second: RebuiltTree | None = build((*chain.edits, *prior), alt, chain.branch or recipe.repo.git_branch)
     except NotRebuilt:
         second = None
     if second is None or _own_misfit(own, second) is not None:
@@ -118,8 +120,8 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         return first
     shutil.rmtree(dest, ignore_errors=True)
     alt.rename(dest)
-    note = (f"started from the session's commit plus the edits of {len(chained_from)} earlier session(s) in "
-            f"this directory at that commit ({', '.join(s[:8] for s in chained_from[-3:])}): without them, "
+    note = (f"started from the session's commit plus the edits of {len(chain.sessions)} earlier session(s) in "
+            f"this directory at that commit ({', '.join(s[:8] for s in chain.sessions[-3:])}): without them, "
             f"{str(evidence)[:160]}")
     return dataclasses.replace(second, path=dest, note="; ".join(n for n in (note, second.note) if n))
 
@@ -144,8 +146,9 @@ def _own_misfit(own: tuple[Action, ...], tree: RebuiltTree) -> str | None:
 
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
              repo_search: tuple[Path, ...], plain_dirs: bool, backend: str, limits: Limits,
-             own: tuple[Action, ...], started: datetime | None, mask: Mask) -> RebuiltTree:
-    """The start state without earlier sessions' edits.
+             own: tuple[Action, ...], started: datetime | None, mask: Mask, branch: str | None) -> RebuiltTree:
+    """The start state from ``prior``, the earlier work redone on the start commit (checked out on
+    ``branch`` for that: the branch the author was on where ``prior`` begins).
 
     The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
     recorded, the clone under ``repo_search`` that holds the recorded commit or remote URL. The
@@ -199,7 +202,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
-            _snapshot(dest, recipe.repo.git_branch)  # replayed git commands (git mv, git checkout) expect one
+            _snapshot(dest, branch)  # replayed git commands (git mv, git checkout) expect one
         try:
             redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
                                           untracked=frozenset(recipe.untracked))

@@ -93,3 +93,25 @@ def test_a_command_run_first_in_a_folder_an_earlier_session_made_takes_its_edits
     test = next(r for r in rows if r["kind"] == "test_command")
     assert test["status"] == "validated", rows
     assert "plus the edits of 1 earlier session(s)" in test["note"] and "no directory" not in test["note"], test["note"]
+
+
+def test_earlier_edits_are_redone_from_the_branch_the_earlier_session_was_on(tmp_path):
+    """spec-kit's flow: the first session (on main) makes a feature branch and its folder with one
+    script; the second session recorded that branch. Redone on the second session's branch, the
+    script's ``git checkout -b`` failed (the branch existed) and the folder was never made; redone from
+    main, as the author ran it, the folder is there for the second session's first command."""
+    repo = tmp_path / "work" / "speckit"
+    commit = calc_repo(repo)
+    feature = "git checkout -b 001-sub && mkdir -p specs/001-sub && echo '# Sub' > specs/001-sub/spec.md"
+    first = (SessionBuilder(cwd=str(repo), commit=commit).user("Specify subtraction").run(feature, 0)
+             .agent("Specified."))
+    second = SessionBuilder(cwd=str(repo), commit=commit, branch="001-sub").user("Implement the spec")
+    second.cwd = str(repo / "specs" / "001-sub")
+    second.run("cat spec.md", 0, output="# Sub\n")
+    second.cwd = str(repo)
+    second = _an_hour_later(second.run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Done."))
+    rows = [r for r in _verified(tmp_path, first, second) if r["session_id"] == second.session_id]
+    test = next(r for r in rows if r["kind"] == "test_command")
+    assert test["status"] == "validated", rows
+    assert "plus the edits of 1 earlier session(s)" in test["note"] and "failed at replay" not in test["note"], \
+        test["note"]
