@@ -37,6 +37,7 @@ from .inside import (
     TOOL_BIN,
     TOOL_ROOT,
     host_interpreter,
+    offline_env,
     patch_source,
     start_token,
     startup_env,
@@ -102,7 +103,8 @@ class BwrapBackend:
                           tmp_mb=self._limits.tmp_mb)
         argv += [*drop_argv(self._identity), *inner]
         try:
-            return spawn(argv, {**BASE_ENV, **dict(self._layout.env), **(env or {}), **startup_env(token)},
+            return spawn(argv, {**BASE_ENV, **offline_env(self._network), **dict(self._layout.env), **(env or {}),
+                                **startup_env(token)},
                          token=token, stdin=stdin,
                          pass_fds=(status_w,), kill=_killer(status_r), release=lambda: os.close(status_r))
         except OSError:

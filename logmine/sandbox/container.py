@@ -25,7 +25,16 @@ from pathlib import Path
 
 from .hostview import scratch_dirs, under
 from .identity import Identity
-from .inside import PATCH_MOUNT, TOOL_BIN, TOOL_ROOT, patch_source, start_token, startup_env, with_tool_path
+from .inside import (
+    PATCH_MOUNT,
+    TOOL_BIN,
+    TOOL_ROOT,
+    offline_env,
+    patch_source,
+    start_token,
+    startup_env,
+    with_tool_path,
+)
 from .isolated import IsolatedSandbox
 from .limits import MIB, Limits
 from .process import Launched, spawn
@@ -101,8 +110,8 @@ class ContainerBackend:
     def launch(self, inner: list[str], cwd: str, env: dict[str, str] | None, stdin: int) -> Launched:
         name = self._ensure_container()
         token = start_token()
-        argv = exec_argv(self._engine, name, cwd=cwd, env={**BASE_ENV, **self._env, **(env or {}), **startup_env(token)},
-                         interactive=stdin == subprocess.PIPE, inner=inner)
+        env = {**BASE_ENV, **offline_env(self._network), **self._env, **(env or {}), **startup_env(token)}
+        argv = exec_argv(self._engine, name, cwd=cwd, env=env, interactive=stdin == subprocess.PIPE, inner=inner)
         return spawn(argv, dict(os.environ), token=token, stdin=stdin, kill=self._killer(name))
 
     def reset(self) -> None:

@@ -38,6 +38,25 @@ _MAIN = 'import sys; sys.path.insert(0, "{lib}"); from logmine.patch import main
 _SCRIPT = "#!/bin/sh\nexec {interpreter} -I -S -B -c '" + _MAIN + "' \"$@\"\n"
 
 
+#: Package managers told to work from their caches: a sandbox without network otherwise leaves each
+#: install retrying until the command's time runs out (an ``npm install`` a real session ran took a
+#: replay's whole timeout), where offline it fails at once, or succeeds from a cache.
+OFFLINE_ENV = {
+    "npm_config_offline": "true",  # npm, and pnpm (it reads npm's settings)
+    "YARN_ENABLE_OFFLINE_MODE": "1",
+    "PIP_NO_INDEX": "1",
+    "UV_OFFLINE": "1",
+    "CARGO_NET_OFFLINE": "true",
+    "GOPROXY": "off",
+    "HF_HUB_OFFLINE": "1",
+}
+
+
+def offline_env(network: bool) -> dict[str, str]:
+    """:data:`OFFLINE_ENV` for a sandbox without network, else nothing."""
+    return {} if network else OFFLINE_ENV
+
+
 def patch_source() -> Path:
     """The host directory of ``logmine.patch`` (bound read-only at ``PATCH_MOUNT``)."""
     return Path(logmine.patch.__file__).resolve().parent

@@ -4,7 +4,9 @@ which results are unscored."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import time
 
 import pytest
 
@@ -136,3 +138,18 @@ def test_network_true_shares_the_host_network(make_box):
     finally:
         listener.close()
     assert result.output == "CONNECTED\n", result
+
+
+def test_package_managers_work_offline_without_network(make_box):
+    """Without network an install fails at once (or is served from a cache) instead of retrying until
+    the command's time runs out; with network the sandbox leaves the managers as they are."""
+    offline = make_box().run("env | grep -E '^(npm_config_offline|PIP_NO_INDEX|UV_OFFLINE)=' | sort")
+    assert offline.output == "PIP_NO_INDEX=1\nUV_OFFLINE=1\nnpm_config_offline=true\n", offline
+    assert make_box(network=True).run("env | grep -c -E '^(npm_config_offline|PIP_NO_INDEX)=' || true").output == "0\n"
+    if shutil.which("npm") is None:
+        return
+    box = make_box({"package.json": '{"name": "p", "version": "1.0.0"}\n'}, limits=Limits(wall_s=60))
+    started = time.monotonic()
+    result = box.run("npm install --save-dev left-pad")
+    assert result.exit_code not in (0, None) and time.monotonic() - started < 30, result
+    assert "ENOTCACHED" in result.output or "offline" in result.output.lower(), result.output[-500:]
