@@ -14,11 +14,9 @@ left out, and at most :data:`MAX_SESSIONS` sessions are taken, the latest.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 
-from logmine.pipeline import packaged
-from logmine.segment.commands import CommandClassifier
+from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Task, TaskInput, load_task, read_tasks
 from logmine.store import Store, fetch_dicts
 
@@ -31,12 +29,6 @@ WHERE me.source_path = ? AND me.git_commit IS NOT NULL AND me.cwd IS NOT NULL
 ORDER BY p.started_at
 """
 _LAST_TASK_SQL = "SELECT * FROM tasks WHERE source_path = ? ORDER BY index DESC LIMIT 1"
-
-
-@functools.cache
-def _classifier() -> CommandClassifier:
-    """The packaged recognisers, compiled once: which of a session's commands segment redoes as edits."""
-    return CommandClassifier(packaged("segment"))
 
 
 def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
@@ -53,7 +45,7 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
         if not last:
             continue
         item = load_task(store, last[0], calls_by_file)
-        own = [a for a in item.actions if a.kind == "patch" or (a.command and _classifier().redone(a.command))]
+        own = [a for a in item.actions if a.kind == "patch" or (a.command and packaged_classifier().redone(a.command))]
         if item.prior or own:
             edits += [*item.prior, *own]
             sessions.append(row["session_id"] or row["source_path"])

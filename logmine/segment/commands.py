@@ -13,11 +13,13 @@ shell it starts; ``2> err`` and ``> /dev/null`` do not count).
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
 
 from logmine.commandline import run_target, shell_script, simple_commands
+from logmine.pipeline import packaged
 
 _WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-l?c\s+(.+)$", re.S)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)\s*(?:&&|;)\s*(.+)$", re.S)
@@ -112,3 +114,9 @@ class CommandClassifier:
     def is_test_file(self, path: str) -> bool:
         return any(p.search(path) for p in self._test_files)
 
+
+@functools.cache
+def packaged_classifier() -> CommandClassifier:
+    """The packaged pipeline's recognisers, compiled once per process: which commands may edit files,
+    for the stages that judge a session's recorded work (chained sessions, a rebuilt start)."""
+    return CommandClassifier(packaged("segment"))

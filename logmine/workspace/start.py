@@ -13,7 +13,6 @@ the status reason says.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
 import shutil
 import subprocess
@@ -27,6 +26,7 @@ from logmine.patch import FileOp, PatchError, rooted
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
+from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Repo, StartState
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import NotRebuilt, StartDiffered, failing_path, redo_earlier, within
@@ -128,19 +128,25 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
 
 def _own_misfit(own: tuple[Action, ...], tree: RebuiltTree) -> str | None:
     """Why ``tree`` is not the task's start by what the task did first, else None: a command it ran
-    before any patch in a directory the tree lacks, or the first path its first patches (those before
-    its first command) do not apply to."""
-    ran: list[str] = []  # commands run first: they may have made what a later patch needs
-    for action in itertools.takewhile(lambda a: a.kind == "command", own):
+    before any patch in a directory the tree lacks, or the first path that the patches it made before
+    its first command that may edit files do not apply to. Commands that only read, list, search or
+    test (``sed -n``, ``rg``, ``ls``, ``git status``) leave the tree as it was, so the patches after
+    them still meet the start."""
+    ran: list[str] = []  # commands run before the first patch: they may have made a directory
+    first: list[Action] = []
+    edits = packaged_classifier().edits_files
+    for action in own:
+        if action.kind == "patch":
+            first.append(action)
+            continue
         where = action.workdir if action.workdir and within(action.workdir, tree.root) else None
         rel = os.path.relpath(where, tree.root) if where else "."
-        if not (tree.path / rel).is_dir() and not any(rel.split("/")[0] in c for c in ran):
+        if not first and not (tree.path / rel).is_dir() and not any(rel.split("/")[0] in c for c in ran):
             return f"the task ran a command in {rel}, a directory not in the tree"
+        if edits(action.command or ""):
+            break
         ran.append(action.command or "")
-    if ran:
-        return None
-    first = tuple(itertools.takewhile(lambda a: a.kind == "patch", own))
-    path = failing_path(_own_ops(first, tree.cwd, tree.root), tree.path) if first else None
+    path = failing_path(_own_ops(tuple(first), tree.cwd, tree.root), tree.path) if first else None
     return f"the task's patch of {path} does not apply" if path else None
 
 

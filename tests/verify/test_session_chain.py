@@ -115,3 +115,18 @@ def test_earlier_edits_are_redone_from_the_branch_the_earlier_session_was_on(tmp
     assert test["status"] == "validated", rows
     assert "plus the edits of 1 earlier session(s)" in test["note"] and "failed at replay" not in test["note"], \
         test["note"]
+
+
+def test_commands_that_only_read_do_not_hide_a_first_patch_that_needs_the_earlier_edits(tmp_path):
+    """The later session read the file (``cat``, ``git status``) before its first patch: reading
+    changes nothing, so that patch still shows the commit alone is not its start."""
+    repo = tmp_path / "work" / "reads"
+    commit = calc_repo(repo)
+    first = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0)
+    second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=commit).user("Add sub with a test")
+                            .run("git status -sb", 0).run("sed -n '1,200p' calc.py", 0, output="def add(a, b):\n")
+                            .patch(ADD_SUB).run(f"{TESTS} test_sub", 0).agent("Done."))
+    rows = [r for r in _verified(tmp_path, first.agent("Fixed."), second) if r["session_id"] == second.session_id]
+    test = next(r for r in rows if r["kind"] == "test_command")
+    assert test["status"] == "validated", rows
+    assert "plus the edits of 1 earlier session(s)" in test["note"], test["note"]
