@@ -77,6 +77,34 @@ def failing_path(ops: Sequence[FileOp], tree: Path | Callable[[str], str | None]
     return None
 
 
+def patches_applying(patches: Sequence[Sequence[FileOp]], tree: Path) -> int:
+    """How many of ``patches`` (each a patch call's root-relative ops, in order) apply to ``tree``, each
+    onto what the ones before it that applied made; commands between them are not run."""
+    texts: dict[str, str | None] = {}
+    fit = 0
+    for ops in patches:
+        mine = dict(texts)
+        for op in ops:
+            if op.op == "add":
+                mine[op.path] = op.content
+                continue
+            text = mine[op.path] if op.path in mine else _read(tree, op.path)
+            if text is None:
+                break
+            if op.op == "delete":
+                mine[op.path] = None
+                continue
+            try:
+                mine[op.target] = apply_hunks(text, op.path, op.hunks)
+            except PatchError:
+                break
+            if op.move_to is not None:
+                mine[op.path] = None
+        else:
+            texts, fit = mine, fit + 1
+    return fit
+
+
 def differed(path: str, now: Path, start: Path) -> bool:
     """Does a patch's failure on ``path`` show that the author's start tree differed from ``start``?
     Yes when the file is in ``start`` and still as it was there in ``now`` (nothing replayed changed it).

@@ -29,7 +29,14 @@ from logmine.sandbox import Limits
 from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Repo, StartState
 from logmine.workspace.clones import find_clone
-from logmine.workspace.edits import NotRebuilt, StartDiffered, failing_path, redo_earlier, within
+from logmine.workspace.edits import (
+    NotRebuilt,
+    StartDiffered,
+    failing_path,
+    patches_applying,
+    redo_earlier,
+    within,
+)
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
@@ -89,7 +96,9 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     rebuilt again with them redone first, from the branch the oldest of those sessions recorded (its
     commands made the branch this session recorded: spec-kit's ``git checkout -b 001-…``), and taken
     when the task's first patches apply there (the author had not committed between the sessions);
-    else the first outcome stands. :func:`_rebuild` does the rest (below).
+    else the first outcome stands. When the task ran a project script (a command that may edit files)
+    before its first patch, its first patches decide nothing: the tree on which more of its patches
+    apply is taken, the commit alone on a tie (:func:`_undecided`). :func:`_rebuild` does the rest.
     """
     def build(actions: tuple[Action, ...], where: Path, branch: str | None) -> RebuiltTree:
         return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
@@ -100,8 +109,10 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     first: RebuiltTree | NotRebuilt
     try:
         tree = build(prior, dest, recipe.repo.git_branch)
-        evidence = _own_misfit(own, tree) if tree.method != "ghost_snapshot" else None
-        if evidence is None:
+        if tree.method == "ghost_snapshot":
+            return tree
+        evidence = _own_misfit(own, tree)
+        if evidence is None and not _undecided(own, tree):
             return tree
         first = tree
     except NotRebuilt as exc:
@@ -113,6 +124,10 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         second: RebuiltTree | None = build((*chain.edits, *prior), alt, chain.branch or recipe.repo.git_branch)
     except NotRebuilt:
         second = None
+    if second is not None and isinstance(first, RebuiltTree) and evidence is None:  # undecided: the better fit
+        before, after = _fit(own, first), _fit(own, second)
+        evidence = f"{before} of the task's {len(_calls(own, first))} patches apply to it, {after} with them"
+        second = second if after > before else None
     if second is None or _own_misfit(own, second) is not None:
         shutil.rmtree(alt, ignore_errors=True)
         if isinstance(first, NotRebuilt):
@@ -148,6 +163,32 @@ def _own_misfit(own: tuple[Action, ...], tree: RebuiltTree) -> str | None:
         ran.append(action.command or "")
     path = failing_path(_own_ops(tuple(first), tree.cwd, tree.root), tree.path) if first else None
     return f"the task's patch of {path} does not apply" if path else None
+
+
+def _undecided(own: tuple[Action, ...], tree: RebuiltTree) -> bool:
+    """Does the task's start stay undecided by its first patches: it ran a command that may edit files
+    (a project script) before any patch, and some of its patches do not apply to ``tree``? Then the
+    tree where more of them apply is its start (:func:`rebuild`)."""
+    first = next((a for a in own if a.kind == "patch" or (a.command and packaged_classifier().edits_files(a.command))),
+                 None)
+    return first is not None and first.kind == "command" and _fit(own, tree) < len(_calls(own, tree))
+
+
+def _fit(own: tuple[Action, ...], tree: RebuiltTree) -> int:
+    """How many of the task's patch calls apply to ``tree``, in order (:func:`patches_applying`)."""
+    return patches_applying(_calls(own, tree), tree.path)
+
+
+def _calls(own: tuple[Action, ...], tree: RebuiltTree) -> list[tuple[FileOp, ...]]:
+    """The task's patch calls, each as root-relative ops (up to one whose paths leave the repository)."""
+    calls = []
+    for action in own:
+        if action.kind == "patch":
+            try:
+                calls.append(rooted(action.ops, action.workdir or tree.cwd, tree.root))
+            except PatchError:
+                break
+    return calls
 
 
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],

@@ -130,3 +130,19 @@ def test_commands_that_only_read_do_not_hide_a_first_patch_that_needs_the_earlie
     test = next(r for r in rows if r["kind"] == "test_command")
     assert test["status"] == "validated", rows
     assert "plus the edits of 1 earlier session(s)" in test["note"], test["note"]
+
+
+def test_a_project_script_run_first_leaves_the_choice_to_the_patches_that_follow(tmp_path):
+    """The later session ran a project script (it may edit files, so its first patch alone decides
+    nothing) and then patched what the earlier session left: more of its patches apply with the
+    earlier edits, so those are its start."""
+    repo = tmp_path / "work" / "script"
+    commit = calc_repo(repo)
+    first = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0)
+    second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=commit).user("Add sub with a test")
+                            .run("./scripts/check.sh --json", 0, output="{}")
+                            .patch(ADD_SUB).run(f"{TESTS} test_sub", 0).agent("Done."))
+    rows = [r for r in _verified(tmp_path, first.agent("Fixed."), second) if r["session_id"] == second.session_id]
+    test = next(r for r in rows if r["kind"] == "test_command")
+    assert test["status"] == "validated", rows
+    assert "0 of the task's 1 patches apply to it, 1 with them" in test["note"], test["note"]
