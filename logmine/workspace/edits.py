@@ -57,7 +57,24 @@ def failing_path(ops: Sequence[FileOp], tree: Path | Callable[[str], str | None]
     """The root-relative path of the first op of ``ops`` that cannot apply to ``tree`` (a directory, or
     a function giving a root-relative file's text or None), else None."""
     read = tree if callable(tree) else (lambda rel: _read(tree, rel))
+    return _apply(ops, {}, read)
+
+
+def patches_applying(patches: Sequence[Sequence[FileOp]], tree: Path) -> int:
+    """How many of ``patches`` (each a patch call's root-relative ops, in order) apply to ``tree``, each
+    onto what the ones before it that applied made; commands between them are not run."""
     texts: dict[str, str | None] = {}
+    fit = 0
+    for ops in patches:
+        mine = dict(texts)
+        if _apply(ops, mine, lambda rel: _read(tree, rel)) is None:
+            texts, fit = mine, fit + 1
+    return fit
+
+
+def _apply(ops: Sequence[FileOp], texts: dict[str, str | None], read: Callable[[str], str | None]) -> str | None:
+    """Apply ``ops`` to the file texts in ``texts`` (a path missing there is ``read``; None: no file),
+    recording each result there; the path of the first op that does not apply, else None."""
     for op in ops:
         if op.op == "add":
             texts[op.path] = op.content
@@ -75,34 +92,6 @@ def failing_path(ops: Sequence[FileOp], tree: Path | Callable[[str], str | None]
         if op.move_to is not None:
             texts[op.path] = None
     return None
-
-
-def patches_applying(patches: Sequence[Sequence[FileOp]], tree: Path) -> int:
-    """How many of ``patches`` (each a patch call's root-relative ops, in order) apply to ``tree``, each
-    onto what the ones before it that applied made; commands between them are not run."""
-    texts: dict[str, str | None] = {}
-    fit = 0
-    for ops in patches:
-        mine = dict(texts)
-        for op in ops:
-            if op.op == "add":
-                mine[op.path] = op.content
-                continue
-            text = mine[op.path] if op.path in mine else _read(tree, op.path)
-            if text is None:
-                break
-            if op.op == "delete":
-                mine[op.path] = None
-                continue
-            try:
-                mine[op.target] = apply_hunks(text, op.path, op.hunks)
-            except PatchError:
-                break
-            if op.move_to is not None:
-                mine[op.path] = None
-        else:
-            texts, fit = mine, fit + 1
-    return fit
 
 
 def differed(path: str, now: Path, start: Path) -> bool:
