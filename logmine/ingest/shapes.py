@@ -14,7 +14,7 @@ absent); everywhere else absent and null are the same.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 import orjson
@@ -190,7 +190,7 @@ class G0Document(msgspec.Struct):
     items: list[G0Item]
 
 
-_G2 = msgspec.json.Decoder(SessionMetaLine | ResponseItemLine | EventMsgLine | TurnContextLine | CompactedLine)
+_G2 = msgspec.json.Decoder(Union[_KNOWN])  # noqa: UP007 - a union made of a tuple of types
 _OTHER = msgspec.json.Decoder(OtherLine)
 _LEGACY = msgspec.json.Decoder(LegacyLine)
 _HISTORY = msgspec.json.Decoder(HistoryLine)
@@ -210,10 +210,12 @@ def decode_g2(data: bytes | str) -> G2Line:
 
 
 def decode_legacy(data: bytes | str) -> LegacyLine:
+    """A legacy JSONL line (G1), whichever of its shapes."""
     return _decode(_LEGACY, data)
 
 
 def decode_history(data: bytes | str) -> HistoryLine:
+    """A ``history.jsonl`` line."""
     return _decode(_HISTORY, data)
 
 
