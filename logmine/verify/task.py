@@ -26,7 +26,15 @@ from logmine.testresults import TestReport, fail_to_pass, pass_to_pass
 from logmine.verify.environment import EnvironmentRecord, modes_to_try
 from logmine.verify.grade import Grade, grade
 from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
-from logmine.workspace.edits import StartDiffered, explain, failing_path, patch_command, retried, rooted
+from logmine.workspace.edits import (
+    FailedEdit,
+    StartDiffered,
+    explain,
+    failing_path,
+    patch_command,
+    retried,
+    rooted,
+)
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
 MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
@@ -172,7 +180,8 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
     the file, may have been the edit it expected."""
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
-    suspects = [*state.failed_edits, *(f"seq {seq}" for seq, command in failed if name and name in command)]
+    suspects: list[FailedEdit | str] = [*state.failed_edits,
+                                         *(f"seq {seq}" for seq, command in failed if name and name in command)]
     explain(ops, base, state.path, untracked=frozenset(item.task.start_state.untracked), failed_before=suspects,
             against="commit" if state.method != "ghost_snapshot" else "its snapshot")
 

@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from logmine.environment.detect import detect
@@ -35,6 +36,32 @@ from logmine.segment.records import Action
 
 class NotRebuilt(LogmineError):
     """The start state cannot be rebuilt; the message is the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class FailedEdit:
+    """An editing command that failed at replay where the session saw it succeed."""
+
+    seq: int
+    why: str  # ``exit 1``, ``exit 127: bash: pnpm: command not found``, a sandbox error
+    command: str
+
+    def __str__(self) -> str:
+        return f"seq {self.seq} ({self.why})"
+
+    def may_have_made(self, path: str) -> bool:
+        """Could the command have written ``path``, so that its failure explains a patch of that file
+        not applying? Yes when it names the file or its top folder, or runs a script of the project
+        (a script may write anything); an install or a build of other files does not explain it."""
+        name, top = os.path.basename(path), path.split("/")[0]
+        return name in self.command or top in self.command or bool(_RUNS_SCRIPT.search(self.command))
+
+
+#: A command that runs a script of the project: ``./x``, ``.specify/scripts/…``, ``python x.py``,
+#: ``npm run …``/``pnpm exec …``/``npx``.
+_RUNS_SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:\.{1,2}/|\.?[\w-]+/[\w./-]*\.(?:sh|py|js|mjs|cjs|ts|rb|pl)\b"
+                          r"|(?:bash|sh|zsh|python3?|node|ruby|perl|deno|bun)\s+[\w./-]+\.\w+"
+                          r"|(?:npm|pnpm|yarn)\s+(?:run|exec|dlx)\b|npx\s)")
 
 
 class StartDiffered(NotRebuilt):
@@ -104,14 +131,15 @@ def differed(path: str, now: Path, start: Path) -> bool:
 
 
 def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: set[str] | None = None,
-            untracked: frozenset[str] = frozenset(), failed_before: Sequence[str] = (),
+            untracked: frozenset[str] = frozenset(), failed_before: Sequence[FailedEdit | str] = (),
             against: str = "commit") -> None:
     """Raise what a patch's failure on tree ``now`` shows, or return when it shows nothing certain.
 
     In order: a hunk holding a redaction placeholder that still does not match (redaction replaced
     text the patch needs: not the author's fault); the file is missing and Codex's first snapshot saw
     it ``untracked`` at the session's start (:class:`StartDiffered`); an earlier replayed command that
-    failed (``failed_before``: it may have been the edit the patch expected); the file is in the start
+    failed and may have written the file (``failed_before``: it may have been the edit the patch
+    expected; a :class:`FailedEdit` that could not have made it is no reason); the file is in the start
     tree and nothing replayed changed it — compared with tree ``start``, or (``start`` None) not among
     the ``touched`` paths — so the author's start tree differed (:class:`StartDiffered`)."""
     path = failing_path(ops, now)
@@ -120,9 +148,10 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
     if any(REDACTED_MARK in line for op in ops if path in (op.path, op.move_to) for h in op.hunks for line in h.lines):
         raise NotRebuilt(f"a patch of {path} does not apply: redaction replaced text it needs")
     check_untracked(path, now, untracked, against)  # Codex saw the file untracked at the start: certain
-    if failed_before:
+    blamed = [str(f) for f in failed_before if not isinstance(f, FailedEdit) or f.may_have_made(path)]
+    if blamed:
         raise NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
-                         f"({', '.join(failed_before[:3])})")
+                         f"({', '.join(blamed[:3])})")
     if start is not None and differed(path, now, start):
         raise StartDiffered(path, against)
     if start is None and touched is not None and path not in touched and _read(now, path) is not None:
@@ -155,9 +184,9 @@ def patch_command(ops: Sequence[FileOp]) -> str:
 
 def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, backend: str = "bwrap",
                  limits: Limits = Limits(), live: Path | None = None,
-                 untracked: frozenset[str] = frozenset()) -> tuple[list[str], list[str]]:
+                 untracked: frozenset[str] = frozenset()) -> tuple[list[str], list[FailedEdit]]:
     """Redo the earlier tasks' ``prior`` work on ``tree`` (the repository root, at its start commit);
-    returns notes and the editing commands that failed at replay (``seq N (why)``). Raises
+    returns notes and the editing commands that failed at replay. Raises
     :class:`StartDiffered` when a patch fails on a file nothing earlier touched (or on one missing that
     was ``untracked`` at the session's start), :class:`NotRebuilt` when one fails after earlier work
     touched it."""
@@ -176,12 +205,12 @@ def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, ba
 
 
 def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, backend: str,
-                     limits: Limits, live: Path | None, untracked: frozenset[str]) -> tuple[list[str], list[str]]:
+                     limits: Limits, live: Path | None, untracked: frozenset[str]) -> tuple[list[str], list[FailedEdit]]:
     """Replay patches and editing commands in order in a sandbox over a copy of ``tree``, then make
     ``tree`` what the replay left. With bwrap the commands find the tools they name (``python``,
     ``perl``, a formatter) as the user's shell did (:func:`logmine.environment.host.host_environment`)."""
     notes: list[str] = []
-    failed: list[str] = []
+    failed: list[FailedEdit] = []
     if backend != "bwrap":  # the rebuild happens on this host: a container backend replays with bwrap here
         reason = backend_unavailable("bwrap")
         if reason:
@@ -203,12 +232,12 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
                 workdir = action.workdir if within(action.workdir, root) else cwd
                 result = box.run(action.command, cwd=workdir)
                 if action.failed_again(result.exit_code, result.error):
-                    failed.append(f"seq {action.seq} ({_why(result)})")
+                    failed.append(FailedEdit(action.seq, _why(result), action.command or ""))
         shutil.rmtree(tree)
         _copy_back(Path(box.workspace), tree)
     # the replay's .git stays until the rebuilt tree gets its own snapshot commit, on the branch it left
     n = sum(a.kind == "command" for a in prior)
-    notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(failed[:3])}"
+    notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(map(str, failed[:3]))}"
                                                           if failed else ""))
     return notes, failed
 

@@ -30,6 +30,7 @@ from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Repo, StartState
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
+    FailedEdit,
     NotRebuilt,
     StartDiffered,
     failing_path,
@@ -58,7 +59,7 @@ class RebuiltTree:
     note: str | None = None  # a caveat about how it was rebuilt
     live: Path | None = None  # the live repository on this host (its ignored dependency directories)
     method: str | None = None  # ghost_snapshot | git_commit+patches | dated_commit | later_commit | working tree
-    failed_edits: tuple[str, ...] = ()  # earlier shell edits that failed at replay: "seq N (why)"
+    failed_edits: tuple[FailedEdit, ...] = ()  # earlier shell edits that failed at replay
 
 
 def read_inside(base: Path, rel: str) -> str | None:
@@ -227,7 +228,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     top = _git(local, "rev-parse", "--show-toplevel")
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
-    failed: list[str] = []
+    failed: list[FailedEdit] = []
     if top is None:
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
@@ -334,16 +335,17 @@ def _links_note(links: list[str]) -> list[str]:
 
 
 def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...], dest: Path,
-                 unreplayed: NotRebuilt | None, failed: list[str], mask: Mask = PLACEHOLDERS) -> list[str] | None:
+                 unreplayed: NotRebuilt | None, failed: list[FailedEdit], mask: Mask = PLACEHOLDERS) -> list[str] | None:
     """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
     work did not replay (``unreplayed``), or one of the task's ``ops`` fails on a file nothing replayed
     changed — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
     else None, ``dest`` untouched."""
     path = failing_path(ops, dest) if unreplayed is None and ops else None
     evidence = unreplayed
-    if path and failed:  # as explain says it: the failed edit may be the one the patch expected
+    blamed = [str(f) for f in failed if path and f.may_have_made(path)]
+    if path and blamed:  # as explain says it: the failed edit may be the one the patch expected
         evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
-                              f"({', '.join(failed[:3])})")
+                              f"({', '.join(blamed[:3])})")
     elif path and _unchanged(live, commit, dest, path, mask):
         evidence = StartDiffered(path)
     later = _later_commit(live, commit, started, ops, mask) if evidence else None

@@ -1,0 +1,42 @@
+"""A patch that does not apply after an earlier shell edit failed at replay is blamed on that edit only
+when the edit could have written the file: it names the file or its folder, or runs a project script.
+An install that failed (``pnpm: command not found``) does not explain a patch of a spec document: the
+file is as the start had it, so the author's start differed."""
+
+from __future__ import annotations
+
+import pytest
+
+from logmine.patch import parse_patch
+from logmine.workspace.edits import FailedEdit, NotRebuilt, StartDiffered, explain
+
+PATCH = "*** Begin Patch\n*** Update File: specs/plan.md\n@@\n-draft\n+final\n*** End Patch\n"
+
+
+@pytest.mark.parametrize(("command", "blamed"), [
+    ("pnpm install", False),
+    ("pnpm build:shared", False),
+    ("rm -f .git/config.lock && pnpm install", False),
+    ("sed -i 's/x/draft/' specs/plan.md", True),
+    ("mkdir -p specs && cp template.md specs/", True),
+    (".specify/scripts/bash/setup-plan.sh --json", True),
+    ("./scripts/gen.sh", True),
+    ("python3 tools/make_docs.py", True),
+    ("pnpm run generate", True),
+    ("npx prettier --write .", True),
+])
+def test_a_failed_edit_is_blamed_only_when_it_could_have_made_the_file(tmp_path, command, blamed):
+    start, now = tmp_path / "start", tmp_path / "now"
+    for tree in (start, now):
+        (tree / "specs").mkdir(parents=True)
+        (tree / "specs" / "plan.md").write_text("outline\n")  # the patch expects "draft"
+    failed = [FailedEdit(12, "exit 127: bash: line 1: pnpm: command not found", command)]
+    assert failed[0].may_have_made("specs/plan.md") is blamed
+    with pytest.raises(NotRebuilt) as raised:
+        explain(parse_patch(PATCH), now, start, failed_before=failed)
+    if blamed:
+        assert not isinstance(raised.value, StartDiffered)
+        assert str(raised.value) == ("a patch of specs/plan.md does not apply after an earlier shell edit failed "
+                                     "at replay (seq 12 (exit 127: bash: line 1: pnpm: command not found))")
+    else:
+        assert isinstance(raised.value, StartDiffered), raised.value
