@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from logmine.patch import FileOp, PatchError, rooted
+from logmine.patch import FileOp
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
-from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Repo, StartState
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
@@ -34,10 +33,10 @@ from logmine.workspace.edits import (
     NotRebuilt,
     StartDiffered,
     failing_path,
-    patches_applying,
     redo_earlier,
     within,
 )
+from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
@@ -99,7 +98,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     when the task's first patches apply there (the author had not committed between the sessions);
     else the first outcome stands. When the task ran a project script (a command that may edit files)
     before its first patch, its first patches decide nothing: the tree on which more of its patches
-    apply is taken, the commit alone on a tie (:func:`_undecided`). :func:`_rebuild` does the rest.
+    apply is taken, the commit alone on a tie (:func:`~logmine.workspace.fit.undecided`). :func:`_rebuild` does the rest.
     """
     def build(actions: tuple[Action, ...], where: Path, branch: str | None) -> RebuiltTree:
         return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
@@ -112,8 +111,8 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         tree = build(prior, dest, recipe.repo.git_branch)
         if tree.method == "ghost_snapshot":
             return tree
-        evidence = _own_misfit(own, tree)
-        if evidence is None and not _undecided(own, tree):
+        evidence = misfit(own, tree)
+        if evidence is None and not undecided(own, tree):
             return tree
         first = tree
     except NotRebuilt as exc:
@@ -126,10 +125,10 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     except NotRebuilt:
         second = None
     if second is not None and isinstance(first, RebuiltTree) and evidence is None:  # undecided: the better fit
-        before, after = _fit(own, first), _fit(own, second)
-        evidence = f"{before} of the task's {len(_calls(own, first))} patches apply to it, {after} with them"
+        before, after = fit(own, first), fit(own, second)
+        evidence = f"{before} of the task's {len(patch_calls(own, first))} patches apply to it, {after} with them"
         second = second if after > before else None
-    if second is None or _own_misfit(own, second) is not None:
+    if second is None or misfit(own, second) is not None:
         shutil.rmtree(alt, ignore_errors=True)
         if isinstance(first, NotRebuilt):
             raise first
@@ -140,56 +139,6 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             f"this directory at that commit ({', '.join(s[:8] for s in chain.sessions[-3:])}): without them, "
             f"{str(evidence)[:160]}")
     return dataclasses.replace(second, path=dest, note="; ".join(n for n in (note, second.note) if n))
-
-
-def _own_misfit(own: tuple[Action, ...], tree: RebuiltTree) -> str | None:
-    """Why ``tree`` is not the task's start by what the task did first, else None: a command it ran
-    before any patch in a directory the tree lacks, or the first path that the patches it made before
-    its first command that may edit files do not apply to. Commands that only read, list, search or
-    test (``sed -n``, ``rg``, ``ls``, ``git status``) leave the tree as it was, so the patches after
-    them still meet the start."""
-    ran: list[str] = []  # commands run before the first patch: they may have made a directory
-    first: list[Action] = []
-    edits = packaged_classifier().edits_files
-    for action in own:
-        if action.kind == "patch":
-            first.append(action)
-            continue
-        where = action.workdir if action.workdir and within(action.workdir, tree.root) else None
-        rel = os.path.relpath(where, tree.root) if where else "."
-        if not first and not (tree.path / rel).is_dir() and not any(rel.split("/")[0] in c for c in ran):
-            return f"the task ran a command in {rel}, a directory not in the tree"
-        if edits(action.command or ""):
-            break
-        ran.append(action.command or "")
-    path = failing_path(_own_ops(tuple(first), tree.cwd, tree.root), tree.path) if first else None
-    return f"the task's patch of {path} does not apply" if path else None
-
-
-def _undecided(own: tuple[Action, ...], tree: RebuiltTree) -> bool:
-    """Does the task's start stay undecided by its first patches: it ran a command that may edit files
-    (a project script) before any patch, and some of its patches do not apply to ``tree``? Then the
-    tree where more of them apply is its start (:func:`rebuild`)."""
-    first = next((a for a in own if a.kind == "patch" or (a.command and packaged_classifier().edits_files(a.command))),
-                 None)
-    return first is not None and first.kind == "command" and _fit(own, tree) < len(_calls(own, tree))
-
-
-def _fit(own: tuple[Action, ...], tree: RebuiltTree) -> int:
-    """How many of the task's patch calls apply to ``tree``, in order (:func:`patches_applying`)."""
-    return patches_applying(_calls(own, tree), tree.path)
-
-
-def _calls(own: tuple[Action, ...], tree: RebuiltTree) -> list[tuple[FileOp, ...]]:
-    """The task's patch calls, each as root-relative ops (up to one whose paths leave the repository)."""
-    calls = []
-    for action in own:
-        if action.kind == "patch":
-            try:
-                calls.append(rooted(action.ops, action.workdir or tree.cwd, tree.root))
-            except PatchError:
-                break
-    return calls
 
 
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
@@ -258,7 +207,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         except NotRebuilt as exc:
             unreplayed = exc
     if method in ("git_commit+patches", "dated_commit"):
-        later = _start_later(live, commit, started, _own_ops(own, cwd, root), dest, unreplayed, failed, mask)
+        later = _start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask)
         if later is not None:
             method, failed, unreplayed, notes = "later_commit", [], None, later
     if unreplayed is not None:
@@ -365,18 +314,6 @@ def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[F
 class _Commit:
     sha: str
     when: datetime
-
-
-def _own_ops(own: tuple[Action, ...], cwd: str, root: str) -> tuple[FileOp, ...]:
-    """The task's own patch ops, root-relative, in order (up to one whose paths leave the repository)."""
-    ops: list[FileOp] = []
-    for action in own:
-        if action.kind == "patch":
-            try:
-                ops += rooted(action.ops, action.workdir or cwd, root)
-            except PatchError:
-                break
-    return tuple(ops)
 
 
 def _blob(live: Path, commit: str, path: str, mask: Mask = PLACEHOLDERS) -> bytes | None:
