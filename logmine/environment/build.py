@@ -31,7 +31,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from logmine.environment.host import DEFAULT_PATH, BindPlan, HostEnvironment, bind_base_interpreter, bind_tool
+from logmine.environment.host import (
+    DEFAULT_PATH,
+    BindPlan,
+    HostEnvironment,
+    bind_base_interpreter,
+    bind_tool,
+    rustup_home,
+)
 from logmine.environment.recipe import Recipe
 from logmine.errors import LogmineError
 from logmine.locations import cache_dir, default_cache_dir
@@ -147,9 +154,8 @@ def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvir
                        ("cargo", "CARGO_HOME" in variables), ("go", "GOMODCACHE" in variables)):
         if used:
             bind_tool(plan, tool, os.environ.get("PATH", DEFAULT_PATH))
-    rustup = Path(os.environ.get("RUSTUP_HOME") or plan.home / ".rustup")
-    if "CARGO_HOME" in variables and rustup.is_dir() and plan.bind(rustup, str(rustup)):
-        extra["RUSTUP_HOME"] = str(rustup)  # rustup's cargo finds its toolchains there, not in the sandbox's HOME
+    if "CARGO_HOME" in variables:
+        extra.update(rustup_home(plan))
     host = plan.result(":".join(dict.fromkeys(path + plan.path + DEFAULT_PATH.split(":"))))
     return HostEnvironment(host.binds, host.path, host.notes, {**recipe.replay_env(mount_at, str(tools)), **extra})
 

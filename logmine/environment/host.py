@@ -135,7 +135,31 @@ def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user
     path = [p for p in plan.path if p not in venv_bins]
     # a venv the session never activated still wins for bare `pytest`/`python`, as an activated shell did
     path = venv_bins + path + [p for p in DEFAULT_PATH.split(":") if p not in path]
-    return plan.result(":".join(dict.fromkeys(path)))
+    variables = rustup_variables(plan)
+    host = plan.result(":".join(dict.fromkeys(path)))
+    return HostEnvironment(host.binds, host.path, host.notes, variables or None)
+
+
+def rustup_home(plan: BindPlan) -> dict[str, str]:
+    """``RUSTUP_HOME``, bound read-only: rustup's proxies (``~/.cargo/bin/cargo``) find their
+    toolchains there, not in the sandbox's HOME (without it: "rustup could not choose a version of
+    cargo to run")."""
+    rustup = Path(os.environ.get("RUSTUP_HOME") or plan.home / ".rustup")
+    return {"RUSTUP_HOME": str(rustup)} if rustup.is_dir() and plan.bind(rustup, str(rustup)) else {}
+
+
+def rustup_variables(plan: BindPlan) -> dict[str, str]:
+    """Where the plan binds rustup's proxies: :func:`rustup_home` and, where the user has one, the
+    crates cache (``~/.cargo/registry`` and ``~/.cargo/git``, never ``~/.cargo`` itself: it may hold
+    credentials), so an offline ``cargo test`` builds from what the user's machine had downloaded."""
+    cargo_home = Path(os.environ.get("CARGO_HOME") or plan.home / ".cargo")
+    if str(cargo_home / "bin") not in plan.binds:
+        return {}
+    variables = rustup_home(plan)
+    caches = [cargo_home / d for d in ("registry", "git") if (cargo_home / d).is_dir()]
+    if caches and all(plan.bind(c, str(c)) for c in caches):
+        variables["CARGO_HOME"] = str(cargo_home)
+    return variables
 
 
 def _bind_linked_store(plan: BindPlan, node_modules: Path, repo: Path) -> None:

@@ -158,3 +158,22 @@ def test_a_global_pnpm_store_linked_from_node_modules_is_bound_not_the_home(tmp_
     assert binds[str(home / ".local" / "share" / "pnpm")] == str(home / ".local" / "share" / "pnpm")
     assert str(home) not in binds and str(stray) not in binds
     assert any("node_modules/@me/mylib links outside the repository" in n for n in host.notes), host.notes
+
+
+def test_rustups_cargo_takes_its_toolchains_and_crates_cache_never_the_cargo_home(tmp_path, monkeypatch):
+    monkeypatch.delenv("RUSTUP_HOME", raising=False)
+    monkeypatch.delenv("CARGO_HOME", raising=False)
+    home = tmp_path / "home"
+    proxies = home / ".cargo" / "bin"
+    proxies.mkdir(parents=True)
+    (proxies / "cargo").write_text("#!/bin/sh\n")
+    (proxies / "cargo").chmod(0o755)
+    (home / ".rustup" / "toolchains").mkdir(parents=True)
+    host = host_environment(Environment(tools=("cargo",)), None, "/w", user_path=f"{proxies}:/usr/bin", home=home)
+    assert set(dict(host.binds)) == {str(proxies), str(home / ".rustup")}
+    assert host.env["RUSTUP_HOME"] == str(home / ".rustup") and "CARGO_HOME" not in host.env
+    (home / ".cargo" / "registry").mkdir()
+    (home / ".cargo" / "credentials.toml").write_text('[registry]\ntoken = "secret"\n')
+    host = host_environment(Environment(tools=("cargo",)), None, "/w", user_path=f"{proxies}:/usr/bin", home=home)
+    assert set(dict(host.binds)) == {str(proxies), str(home / ".rustup"), str(home / ".cargo" / "registry")}
+    assert host.env["CARGO_HOME"] == str(home / ".cargo")
