@@ -242,6 +242,44 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
     return notes, failed
 
 
+#: What :func:`replay_patches` gives for one patch: the files it changed, root-relative, and each
+#: one's text after it (None: deleted), or why it did not apply.
+PatchWrites = list[tuple[str, str | None]] | str
+
+
+def replay_patches(actions: Sequence[Action], tree: Path, root: str, cwd: str, *,
+                   limits: Limits = Limits(wall_s=60.0)) -> dict[int, PatchWrites]:
+    """Replay ``actions`` in order (a refused command re-run counts once, :func:`retried`) in a bwrap
+    sandbox over a copy of ``tree`` mounted at ``root``, commands included, and say what each patch
+    wrote, by its position: a patch whose file a command made (a project script copying a template)
+    applies only after that command. ``tree`` becomes what the replay left."""
+    writes: dict[int, PatchWrites] = {}
+    host = host_environment(detect(tree, [a.command for a in actions if a.command]), None, root)
+    skipped = retried(actions)
+    with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
+        for i, action in enumerate(actions):
+            if i in skipped:
+                continue
+            if action.kind != "patch":
+                box.run(action.command, cwd=action.workdir if within(action.workdir, root) else cwd)
+                continue
+            try:
+                ops = rooted(action.ops, action.workdir or cwd, root)
+            except PatchError:
+                continue  # outside the repository: never replayed
+            result = box.run(patch_command(ops), cwd=root)
+            if result.exit_code != 0:
+                writes[i] = (result.error or result.output).strip()[:300]
+                continue
+            written = {p: None for op in ops if op.op == "delete" or op.move_to for p in [op.path]}
+            made = {p: _read(Path(box.workspace), p) for op in ops if op.op != "delete" for p in [op.move_to or op.path]}
+            unread = [p for p, text in made.items() if text is None]
+            writes[i] = f"{unread[0]} could not be read after the patch" if unread else list((written | made).items())
+        shutil.rmtree(tree)
+        _copy_back(Path(box.workspace), tree)
+    return writes
+
+
 _MISSING = re.compile(r"(?:command not found|No such file or directory|not found)\s*$", re.M)
 
 

@@ -4,6 +4,7 @@ saw fail) swallows what follows it. Each script is run by bash on a copy of the 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 
 import pytest
@@ -38,3 +39,31 @@ def test_the_patch_after_a_command_is_applied(tmp_path, command):
     subprocess.run(["bash", str(script)], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
                    capture_output=True, cwd=tmp_path)
     assert (start / "calc.py").read_text() == "def add(a, b):\n    return a + b\n", script.read_text()
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_a_patch_of_a_file_a_project_script_made_is_written_from_a_replay(tmp_path):
+    """spec-kit's ``create-new-feature.sh`` copies a template, then the agent edits the copy: applied
+    alone the patch finds no file; replayed after the script it does, and the grader's end state
+    (the scratch tree) is the replay's."""
+    start = tmp_path / "start"
+    (start / "scripts").mkdir(parents=True)
+    (start / "templates").mkdir()
+    (start / "templates" / "spec.md").write_text("# Spec\n\nTODO\n")
+    (start / "scripts" / "new.sh").write_text("mkdir -p specs/001 && cp templates/spec.md specs/001/spec.md\n"
+                                              "echo draft > specs/001/notes.md\n")
+    edit = ("*** Begin Patch\n*** Update File: specs/001/spec.md\n@@\n # Spec\n \n-TODO\n+Lotto tickets.\n"
+            "*** Delete File: specs/001/notes.md\n*** End Patch\n")
+    actions = (Action(0, "command", "c1", command="bash scripts/new.sh", workdir=ROOT),
+               Action(1, "patch", "c2", ops=tuple(parse_patch(edit)), workdir=ROOT))
+    scratch = tmp_path / "scratch"
+    shutil.copytree(start, scratch)
+    script = tmp_path / "solve.sh"
+    script.write_text(solve_sh(actions, scratch, ROOT, ROOT))
+    assert "did not apply" not in script.read_text(), script.read_text()
+    assert (scratch / "specs" / "001" / "spec.md").read_text() == "# Spec\n\nLotto tickets.\n"
+    assert not (scratch / "specs" / "001" / "notes.md").exists() and (scratch / "templates" / "spec.md").exists()
+    subprocess.run(["bash", str(script)], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
+                   capture_output=True, cwd=tmp_path, check=True)
+    assert (start / "specs" / "001" / "spec.md").read_text() == "# Spec\n\nLotto tickets.\n"
+    assert not (start / "specs" / "001" / "notes.md").exists()
