@@ -117,6 +117,8 @@ REASONS: tuple[ReasonRule, ...] = (
           "a grading command timed out or crashed: --timeout SECONDS"),
     _rule(r"^verify failed: (?P<what>\w+)", "verify failed", _BUG),
     _rule(r"^the candidate already passes", "passes at start", "by design: it cannot tell the task's work apart"),
+    _rule(_FAILS_AFTER + r"the task changed the dependencies in (?P<what>\S+):", "the task changed its dependencies",
+          "by design: what the task added needs an install the offline sandbox cannot make"),
     _rule(_FAILS_AFTER + r"start tree differed from", "started from uncommitted changes",
           "by design: the session began from uncommitted changes, not validatable"),
     _rule(_FAILS_AFTER + r"replay: patch at seq \d+", "replay diverged: a patch did not apply",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
-from logmine.environment.detect import detect
+from logmine.environment.detect import MANIFESTS, detect
 from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
@@ -138,7 +138,8 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
     if refuted:
         return _all(item, "not_rebuilt", refuted, rebuilt=False, provided=provided)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided) for c in item.candidates]
+    changed = dependencies_changed(item)
+    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
 
@@ -227,6 +228,9 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
     return grades, expected, problems
 
 
+LOCKS = (".lock", "-lock.json", "-lock.yaml", "go.sum")  # written by an install, never the change itself
+
+
 def inside(workdir: str | None, state: RebuiltTree) -> str:
     """The recorded workdir when it lies in the rebuilt repository, else the session's cwd."""
     return workdir if within(workdir, state.root) else state.cwd
@@ -252,13 +256,29 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
     return {path: read_inside(base, path) for path in wanted}
 
 
-def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided) -> dict:
+def dependencies_changed(item: TaskInput) -> str | None:
+    """The dependency manifest the task's own patches change (``backend/pyproject.toml``), or None:
+    the environment is installed from the start's manifests once, and the sandbox has no network to
+    install what the task added (the session's ``uv run`` did), so a test that passes only with the
+    new dependency still fails after the replay."""
+    for action in item.actions:
+        for op in action.ops if action.kind == "patch" else ():
+            if os.path.basename(op.path) in MANIFESTS and not op.path.endswith(LOCKS):
+                return op.path
+    return None
+
+
+def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided,
+         dependencies: str | None = None) -> dict:
     if before.passed is None or after.passed is None:
         which = "start state" if before.passed is None else "replayed state"
         status, reason = "unscored", f"could not grade on the {which}: {(before if before.passed is None else after).excerpt[:200]}"
     elif before.passed:
         status, reason = "passes_at_start", "the candidate already passes on the start state"
     elif not after.passed:
+        if dependencies:  # first: the likeliest reason, whatever else the replay noted
+            note = f"the task changed the dependencies in {dependencies}: the sandbox has no network to install them" + (
+                f"; {note}" if note else "")
         status, reason = "fails_after", "the candidate still fails after the replay" + (f" ({note})" if note else "")
     else:
         status, reason = "validated", note
