@@ -261,7 +261,7 @@ def replay_patches(actions: Sequence[Action], tree: Path, root: str, cwd: str, *
             if i in skipped:
                 continue
             if action.kind != "patch":
-                box.run(action.command, cwd=action.workdir if within(action.workdir, root) else cwd)
+                box.run(action.command or "", cwd=action.workdir if within(action.workdir, root) else cwd)
                 continue
             try:
                 ops = rooted(action.ops, action.workdir or cwd, root)
