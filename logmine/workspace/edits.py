@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from logmine.environment.detect import detect
 from logmine.environment.host import host_environment
 from logmine.errors import LogmineError
 from logmine.patch import REDACTED_MARK, FileOp, PatchError, apply_hunks, apply_patch, render_patch, rooted, within
-from logmine.sandbox import CommandResult, Limits, backend_unavailable, open_sandbox
+from logmine.sandbox import CommandResult, Limits, Sandbox, backend_unavailable, open_sandbox
 from logmine.sandbox.workspace import copy_regular
 from logmine.segment.records import Action
 
@@ -215,12 +216,8 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
         reason = backend_unavailable("bwrap")
         if reason:
             raise NotRebuilt(f"earlier tasks edited files by shell; replaying them needs bwrap here ({reason})")
-    host = host_environment(detect(tree, [a.command for a in prior if a.command]), live, root)
-    skipped = retried(prior)
-    with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
-        for i, action in enumerate(prior):
-            if i in skipped:
-                continue
+    with _replaying(prior, tree, root, limits, live) as (box, steps):
+        for _, action in steps:
             if action.kind == "patch":
                 ops = _rooted(action, cwd, root)
                 result = box.run(patch_command(ops), cwd=root)
@@ -233,8 +230,6 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
                 result = box.run(action.command, cwd=workdir)
                 if action.failed_again(result.exit_code, result.error):
                     failed.append(FailedEdit(action.seq, _why(result), action.command or ""))
-        shutil.rmtree(tree)
-        _copy_back(Path(box.workspace), tree)
     # the replay's .git stays until the rebuilt tree gets its own snapshot commit, on the branch it left
     n = sum(a.kind == "command" for a in prior)
     notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(map(str, failed[:3]))}"
@@ -254,12 +249,8 @@ def replay_patches(actions: Sequence[Action], tree: Path, root: str, cwd: str, *
     wrote, by its position: a patch whose file a command made (a project script copying a template)
     applies only after that command. ``tree`` becomes what the replay left."""
     writes: dict[int, PatchWrites] = {}
-    host = host_environment(detect(tree, [a.command for a in actions if a.command]), None, root)
-    skipped = retried(actions)
-    with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
-        for i, action in enumerate(actions):
-            if i in skipped:
-                continue
+    with _replaying(actions, tree, root, limits, None) as (box, steps):
+        for i, action in steps:
             if action.kind != "patch":
                 box.run(action.command or "", cwd=action.workdir if within(action.workdir, root) else cwd)
                 continue
@@ -275,9 +266,23 @@ def replay_patches(actions: Sequence[Action], tree: Path, root: str, cwd: str, *
             made = {p: _read(Path(box.workspace), p) for op in ops if op.op != "delete" for p in [op.move_to or op.path]}
             unread = [p for p, text in made.items() if text is None]
             writes[i] = f"{unread[0]} could not be read after the patch" if unread else list((written | made).items())
+    return writes
+
+
+@contextmanager
+def _replaying(actions: Sequence[Action], tree: Path, root: str, limits: Limits,
+               live: Path | None) -> Iterator[tuple[Sandbox, list[tuple[int, Action]]]]:
+    """A bwrap sandbox over a copy of ``tree`` at ``root`` whose commands find the tools they name
+    (``python``, ``perl``, a formatter) as the user's shell did
+    (:func:`logmine.environment.host.host_environment`), with the positions and actions to replay (a
+    refused command re-run counts once, :func:`retried`); ``tree`` becomes what the replay left,
+    unless the replay raised."""
+    host = host_environment(detect(tree, [a.command for a in actions if a.command]), live, root)
+    skipped = retried(actions)
+    with open_sandbox(tree, mount_at=root, backend="bwrap", limits=limits, binds=host.binds, env=host.env) as box:
+        yield box, [(i, a) for i, a in enumerate(actions) if i not in skipped]
         shutil.rmtree(tree)
         _copy_back(Path(box.workspace), tree)
-    return writes
 
 
 _MISSING = re.compile(r"(?:command not found|No such file or directory|not found)\s*$", re.M)
