@@ -161,12 +161,16 @@ per_task AS (
            bool_or(c.status = 'validated') AS validated,
            bool_or(c.kind = 'test_command' AND c.fail_to_pass AND c.status = 'validated') AS f2p_validated,
            bool_or(c.status_reason LIKE 'start tree differed%') AS dirty,
+           bool_or(c.status_reason LIKE 'no commit recorded for the session, and the repository%') AS no_start,
            coalesce(v.reason LIKE 'started from later commit%', false) AS later
     FROM tasks t LEFT JOIN verified v USING (task_id) LEFT JOIN cand c USING (task_id) GROUP BY ALL)
 SELECT count(*) AS tasks, count(*) FILTER (has_candidates) AS with_candidates,
        count(*) FILTER (rebuilt) AS rebuilt, count(*) FILTER (fail_to_pass) AS fail_to_pass,
        count(*) FILTER (f2p_validated) AS fail_to_pass_validated, count(*) FILTER (validated) AS validated,
-       count(*) FILTER (dirty) AS dirty_start, count(*) FILTER (later) AS later_commit,
+       count(*) FILTER (dirty) AS dirty_start, count(*) FILTER (no_start) AS no_start,
+       count(*) FILTER (fail_to_pass AND NOT dirty AND NOT no_start) AS fail_to_pass_startable,
+       count(*) FILTER (f2p_validated AND NOT dirty) AS fail_to_pass_startable_validated,
+       count(*) FILTER (later) AS later_commit,
        count(*) FILTER (later AND validated) AS later_validated,
        count(*) FILTER (validated AND task_id IN (SELECT task_id FROM per_task p2 WHERE p2.dirty)) AS validated_dirty
 FROM per_task
@@ -207,7 +211,8 @@ def _report(results: list[dict]) -> None:
               f"{r['dirty_start']:>5} {r['later_commit']:>5} {r['bundles_reproduced'] if r['bundles_reproduced'] is not None else '-':>7} "
               f"{r['built']:>6} {r['reused']:>6}")
         for key in ("sessions", "tasks", "with_candidates", "rebuilt", "env", "fail_to_pass", "fail_to_pass_validated",
-                    "validated", "dirty_start", "validated_dirty", "later_commit", "later_validated", "built", "reused", "build_s"):
+                    "validated", "dirty_start", "validated_dirty", "later_commit", "later_validated", "built", "reused", "build_s",
+                    "no_start", "fail_to_pass_startable", "fail_to_pass_startable_validated"):
             total[key] = total.get(key, 0) + r[key]
     print(f"{'TOTAL':38} {total['sessions']:>4} {total['tasks']:>5} {total['with_candidates']:>6} {total['rebuilt']:>7} "
           f"{total['env']:>4} {total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} "
@@ -217,8 +222,12 @@ def _report(results: list[dict]) -> None:
           f"{total['built']} build(s) in {total['build_s']:.0f} s, reused {share(total['reused'], total['built'] + total['reused'])}")
     clean = total["with_candidates"] - total["dirty_start"]
     print(f"rebuilt (target >= 90%): {share(total['rebuilt'], total['with_candidates'])} of tasks with candidates, "
-          f"{share(total['rebuilt'], clean)} of those not known to start from a dirty tree; "
-          f"fail->pass validated (target >= 80%): {share(total['fail_to_pass_validated'], total['fail_to_pass'])}; "
+          f"{share(total['rebuilt'], clean)} of those not known to start from a dirty tree, "
+          f"{share(total['rebuilt'], clean - total['no_start'])} of those with a start to rebuild (a commit before "
+          f"the session); fail->pass validated (target >= 80%): "
+          f"{share(total['fail_to_pass_validated'], total['fail_to_pass'])}, "
+          f"{share(total['fail_to_pass_startable_validated'], total['fail_to_pass_startable'])} of those neither "
+          f"dirty nor without a start; "
           f"validated on a dirty start (target 0): {total['validated_dirty']}; started from a commit made during the "
           f"session: {total['later_commit']} task(s), {total['later_validated']} validated")
 
