@@ -88,7 +88,8 @@ def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max
               max_text_bytes: int | None = None, caches: bool = True) -> list[str]:
     """Copy ``source`` into ``dest``: credential files and directories
     (:func:`~logmine.redact.paths.credential_path`), links and anything not a regular file are left
-    out; UTF-8 text is redacted (up to ``max_text_bytes`` a file, larger files are copied as they are);
+    out; UTF-8 text is redacted (up to ``max_text_bytes`` a file, larger files are copied as they are),
+    and each file keeps its permission bits;
     raises :class:`TreeTooLarge` past ``max_bytes`` in all. ``caches=False``: bytecode and tool caches
     (:data:`CACHE_DIRS`, :data:`CACHE_SUFFIXES`) are not copied either. Returns the relative paths
     left out (credentials, links, special files)."""
@@ -127,6 +128,7 @@ def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max
                 shutil.copyfile(path, target)
             else:
                 write_text(target, text, redactor)
+            shutil.copymode(path, target)  # a project script stays executable (`./scripts/new.sh`)
     return sorted(left_out)
 
 

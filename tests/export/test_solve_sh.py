@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from logmine.export.bundle import solve_sh
+from logmine.export.bundle import solve_sh, write_seeds
 from logmine.patch import parse_patch
+from logmine.redact import Redactor
 from logmine.segment.records import Action
 
 ROOT = "/home/user/proj"
@@ -54,16 +55,19 @@ def test_a_patch_of_a_file_a_project_script_made_is_written_from_a_replay(tmp_pa
                                               "echo draft > specs/001/notes.md\n")
     edit = ("*** Begin Patch\n*** Update File: specs/001/spec.md\n@@\n # Spec\n \n-TODO\n+Lotto tickets.\n"
             "*** Delete File: specs/001/notes.md\n*** End Patch\n")
-    actions = (Action(0, "command", "c1", command="bash scripts/new.sh", workdir=ROOT),
+    (start / "scripts" / "new.sh").chmod(0o755)  # run as `./scripts/new.sh`: the seeds keep its mode
+    actions = (Action(0, "command", "c1", command="./scripts/new.sh", workdir=ROOT),
                Action(1, "patch", "c2", ops=tuple(parse_patch(edit)), workdir=ROOT))
+    seeds = tmp_path / "seeds"
+    write_seeds(start, seeds, Redactor())
     scratch = tmp_path / "scratch"
-    shutil.copytree(start, scratch)
+    shutil.copytree(seeds, scratch)
     script = tmp_path / "solve.sh"
     script.write_text(solve_sh(actions, scratch, ROOT, ROOT))
     assert "did not apply" not in script.read_text(), script.read_text()
     assert (scratch / "specs" / "001" / "spec.md").read_text() == "# Spec\n\nLotto tickets.\n"
     assert not (scratch / "specs" / "001" / "notes.md").exists() and (scratch / "templates" / "spec.md").exists()
-    subprocess.run(["bash", str(script)], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
+    subprocess.run(["bash", str(script)], env={"WORKSPACE": str(seeds), "PATH": "/usr/bin:/bin"},
                    capture_output=True, cwd=tmp_path, check=True)
-    assert (start / "specs" / "001" / "spec.md").read_text() == "# Spec\n\nLotto tickets.\n"
-    assert not (start / "specs" / "001" / "notes.md").exists()
+    assert (seeds / "specs" / "001" / "spec.md").read_text() == "# Spec\n\nLotto tickets.\n"
+    assert not (seeds / "specs" / "001" / "notes.md").exists()
