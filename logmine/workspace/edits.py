@@ -57,6 +57,17 @@ class FailedEdit:
         name, top = os.path.basename(path), path.split("/")[0]
         return name in self.command or top in self.command or bool(_RUNS_SCRIPT.search(self.command))
 
+    def missing_script(self) -> str | None:
+        """The project script (a relative path) the command ran that the replayed tree lacks, else
+        None: the session ran it, so the author's tree had it (untracked, as spec-kit's ``.specify/``
+        often is), or a command before it made it."""
+        found = _NO_SCRIPT.match(self.why)
+        return found.group("path") if found else None
+
+
+#: How bash says a script it was told to run is not there: ``exit 127: bash: line 1: ./x.sh: No such …``.
+_NO_SCRIPT = re.compile(r"^exit 12[67]: (?:\S+: )?(?:line \d+: )?(?P<path>(?!/)[\w.-]*/[\w./-]+): No such file or directory$")
+
 
 #: A command that runs a script of the project: ``./x``, ``.specify/scripts/…``, ``python x.py``,
 #: ``npm run …``/``pnpm exec …``/``npx``.
@@ -68,8 +79,9 @@ _RUNS_SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:\.{1,2}/|\.?[\w-]+/[\w./-]*\.(?:sh|
 class StartDiffered(NotRebuilt):
     """The session's own edits show that its start tree was not the rebuilt one."""
 
-    def __init__(self, path: str, against: str = "commit", untracked: bool = False):
+    def __init__(self, path: str, against: str = "commit", untracked: bool = False, ran: bool = False):
         detail = ", untracked at the session's start" if untracked else ""
+        detail += ", a script the session ran that the repository does not hold" if ran else ""
         super().__init__(f"start tree differed from {against} (first mismatch: {path}{detail})")
         self.path = path
 
@@ -138,7 +150,9 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
 
     In order: a hunk holding a redaction placeholder that still does not match (redaction replaced
     text the patch needs: not the author's fault); the file is missing and Codex's first snapshot saw
-    it ``untracked`` at the session's start (:class:`StartDiffered`); an earlier replayed command that
+    it ``untracked`` at the session's start (:class:`StartDiffered`); the first replayed command that
+    failed ran a project script the tree lacks (:meth:`FailedEdit.missing_script`: the author had it,
+    :class:`StartDiffered`); an earlier replayed command that
     failed and may have written the file (``failed_before``: it may have been the edit the patch
     expected; a :class:`FailedEdit` that could not have made it is no reason); the file is in the start
     tree and nothing replayed changed it — compared with tree ``start``, or (``start`` None) not among
@@ -149,6 +163,10 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
     if any(REDACTED_MARK in line for op in ops if path in (op.path, op.move_to) for h in op.hunks for line in h.lines):
         raise NotRebuilt(f"a patch of {path} does not apply: redaction replaced text it needs")
     check_untracked(path, now, untracked, against)  # Codex saw the file untracked at the start: certain
+    first = next((f for f in failed_before if isinstance(f, FailedEdit)), None)
+    script = first.missing_script() if first is not None else None
+    if script is not None:  # every command before it replayed as in the session: the author's tree had it
+        raise StartDiffered(script, against, ran=True)
     blamed = [str(f) for f in failed_before if not isinstance(f, FailedEdit) or f.may_have_made(path)]
     if blamed:
         raise NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "

@@ -40,3 +40,30 @@ def test_a_failed_edit_is_blamed_only_when_it_could_have_made_the_file(tmp_path,
                                      "at replay (seq 12 (exit 127: bash: line 1: pnpm: command not found))")
     else:
         assert isinstance(raised.value, StartDiffered), raised.value
+
+
+@pytest.mark.parametrize(("why", "script"), [
+    ("exit 127: bash: line 1: .specify/scripts/bash/setup-plan.sh: No such file or directory",
+     ".specify/scripts/bash/setup-plan.sh"),
+    ("exit 127: bash: line 1: ./ship/.specify/scripts/bash/setup-plan.sh: No such file or directory",
+     "./ship/.specify/scripts/bash/setup-plan.sh"),
+    ("exit 127: bash: line 5: /tmp/tf_config_check: No such file or directory", None),  # not the project's
+    ("exit 127: bash: line 1: pnpm: command not found", None),
+    ("exit 1", None),
+])
+def test_a_project_script_the_session_ran_and_the_tree_lacks_shows_a_different_start(tmp_path, why, script):
+    """spec-kit's ``.specify/`` was on the author's disk, never committed: its script fails at replay
+    ("No such file or directory") and the patches of the files it made fail after it. That is a start
+    tree known to differ, not a replay gap."""
+    now = tmp_path / "now"
+    (now / "specs").mkdir(parents=True)
+    failed = [FailedEdit(7, why, ".specify/scripts/bash/setup-plan.sh --json")]
+    assert failed[0].missing_script() == script
+    with pytest.raises(NotRebuilt) as raised:
+        explain(parse_patch(PATCH), now, now, failed_before=failed)
+    if script:
+        assert isinstance(raised.value, StartDiffered)
+        assert str(raised.value) == (f"start tree differed from commit (first mismatch: {script}, a script the "
+                                     "session ran that the repository does not hold)")
+    else:
+        assert not isinstance(raised.value, StartDiffered), raised.value
