@@ -174,7 +174,8 @@ NOTES_PATCH = "*** Begin Patch\n*** Update File: notes.md\n@@\n-draft\n+final\n*
 
 def test_a_script_missing_from_the_repository_is_named_in_the_reason(tmp_path):
     """The author ran a script from a folder the repository does not hold (an untracked checkout
-    inside the project); it wrote notes.md, which a later patch edits. The reason names the script."""
+    inside the project); it wrote notes.md, which a later patch edits. The author's start held the
+    script, the commit does not: a start known to differ, and the reason names the script."""
     repo = tmp_path / "work" / "proj"
     commit = calc_repo(repo)
     b = (SessionBuilder(cwd=str(repo), commit=commit)
@@ -183,8 +184,8 @@ def test_a_script_missing_from_the_repository_is_named_in_the_reason(tmp_path):
          .agent("Done."))
     store, _ = _verify(tmp_path, b)
     reasons = {r["status_reason"] for (index, *_), r in _rows(store, b).items() if index == 1}
-    assert any("shell edit failed at replay (seq" in (why or "") and "exit 127: " in why
-               and "./tools/bin/draft-notes.sh: No such file or directory" in why for why in reasons), reasons
+    assert reasons == {"start tree differed from commit (first mismatch: ./tools/bin/draft-notes.sh, a script "
+                       "the session ran that the repository does not hold)"}, reasons
 
 
 def test_a_shell_edit_that_fails_here_gives_way_to_a_commit_made_before_the_next_task(tmp_path, monkeypatch):
