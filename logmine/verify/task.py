@@ -21,6 +21,7 @@ from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
 from logmine.sandbox import Limits, SandboxError, open_sandbox
+from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Candidate, TaskInput
 from logmine.testresults import TestReport, fail_to_pass, pass_to_pass
 from logmine.verify.environment import EnvironmentRecord, modes_to_try
@@ -175,16 +176,26 @@ def _open(state: RebuiltTree, options: VerifyOptions, provided: Provided):
                         **sandbox_options(provided))
 
 
+#: A command that reads files and writes none the task needs: its failure at replay on a file shows a file missing.
+_READS = re.compile(r"^\s*(?:cat|head|tail|sed|nl|wc|grep|rg|ls|stat|less|diff|awk|file)\s")
+
+
 def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[tuple[int, str]]) -> None:
-    """What a failed patch of the task's own replay shows (:func:`logmine.workspace.edits.explain`): an
-    earlier task's shell edit that failed at replay, or a command of this task that failed and names
-    the file, may have been the edit it expected."""
+    """What a failed patch of the task's own replay shows (:func:`logmine.workspace.edits.explain`): a
+    file the patch needs that a reading command of this task (``cat F``) found in the session and the
+    replay did not shows a start that differed; an earlier task's shell edit that failed at replay, or
+    a command of this task that failed and names the file, may have been the edit it expected."""
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
+    against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
+    if path and not (base / path).exists() and not any(f.may_have_made(path) for f in state.failed_edits):
+        for seq, command in failed:  # the session read the file, the replay found none: the author had it
+            if name in command and _READS.match(command) and not packaged_classifier().edits_files(command):
+                raise StartDiffered(path, against, read_at=seq)
     suspects: list[FailedEdit | str] = [*state.failed_edits,
                                          *(f"seq {seq}" for seq, command in failed if name and name in command)]
     explain(ops, base, state.path, untracked=frozenset(item.task.start_state.untracked), failed_before=suspects,
-            against="commit" if state.method != "ghost_snapshot" else "its snapshot")
+            against=against)
 
 
 def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided):

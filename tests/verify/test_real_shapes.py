@@ -188,6 +188,23 @@ def test_a_script_missing_from_the_repository_is_named_in_the_reason(tmp_path):
                        "the session ran that the repository does not hold)"}, reasons
 
 
+def test_a_file_the_session_read_and_the_commit_lacks_shows_a_different_start(tmp_path):
+    """The author's notes.md was never committed: the session read it (``cat notes.md`` succeeded),
+    then patched it. At replay the read fails and so does the patch: the start differed, and no
+    candidate of the task is validated (the calc fix beside it included)."""
+    repo = tmp_path / "work" / "notes"
+    commit = calc_repo(repo)
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add and finish the notes").run("cat notes.md", 0).run(TESTS, 1).patch(FIX).patch(NOTES_PATCH)
+         .run(TESTS, 0).agent("Done."))
+    store, _ = _verify(tmp_path, b)
+    rows = {key: r for key, r in _rows(store, b).items() if key[0] == 0}
+    assert {r["status"] for r in rows.values()} == {"not_rebuilt"}, rows
+    reasons = {r["status_reason"] for r in rows.values()}
+    assert len(reasons) == 1 and reasons.pop().startswith(
+        "start tree differed from commit (first mismatch: notes.md, which the session read at seq"), rows
+
+
 def test_a_shell_edit_that_fails_here_gives_way_to_a_commit_made_before_the_next_task(tmp_path, monkeypatch):
     """The same macOS edit, but the author committed its result before the next task began: that task
     starts from the commit (its patches apply there) instead of stopping at the replay gap."""
