@@ -139,7 +139,7 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
     if refuted:
         return _all(item, "not_rebuilt", refuted, rebuilt=False, provided=provided)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    changed = dependencies_changed(item)
+    changed = dependencies_changed(item, state.root)
     rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
@@ -267,15 +267,16 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
     return {path: read_inside(base, path) for path in wanted}
 
 
-def dependencies_changed(item: TaskInput) -> str | None:
-    """The dependency manifest the task's own patches change (``backend/pyproject.toml``), or None:
+def dependencies_changed(item: TaskInput, root: str) -> str | None:
+    """The dependency manifest the task's own patches change (``backend/pyproject.toml``, relative to
+    the repository ``root``), or None:
     the environment is installed from the start's manifests once, and the sandbox has no network to
     install what the task added (the session's ``uv run`` did), so a test that passes only with the
     new dependency still fails after the replay."""
     for action in item.actions:
         for op in action.ops if action.kind == "patch" else ():
             if os.path.basename(op.path) in MANIFESTS and not op.path.endswith(LOCKS):
-                return op.path
+                return os.path.relpath(op.path, root) if os.path.isabs(op.path) and within(op.path, root) else op.path
     return None
 
 

@@ -15,7 +15,7 @@ from logmine.export.funnel import categorize
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
-ADD_DEPENDENCY = ("*** Begin Patch\n*** Update File: requirements.txt\n@@\n-attrs\n+attrs\n+leftpad-not-installed\n"
+ADD_DEPENDENCY = ("*** Begin Patch\n*** Update File: {repo}/requirements.txt\n@@\n-attrs\n+attrs\n+leftpad-not-installed\n"
                   "*** Update File: calc.py\n@@\n-def add(a, b):\n-    return a - b\n+import leftpad_not_installed\n+\n+\n"
                   "+def add(a, b):\n+    return a + b\n*** End Patch\n")
 
@@ -26,8 +26,9 @@ def test_a_fix_that_adds_a_dependency_says_so_when_it_still_fails(tmp_path, monk
     monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "home" / "u" / "calc"
     commit = calc_repo(repo, {"requirements.txt": "attrs\n"})
+    fix = ADD_DEPENDENCY.replace("{repo}", str(repo))  # the manifest's absolute path, as agents write it
     session = (SessionBuilder(cwd=str(repo), commit=commit)
-               .user("add is wrong").run(TESTS, 1).patch(ADD_DEPENDENCY).run(TESTS, 0).agent("Fixed."))
+               .user("add is wrong").run(TESTS, 1).patch(fix).run(TESTS, 0).agent("Fixed."))
     store, _ = segmented(tmp_path, session)
     verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
     (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
