@@ -79,13 +79,15 @@ class Recipe:
         return [f"{root.rstrip('/')}/{o}" + ("/.bin" if o == "node_modules" else "/bin") for o in self.outputs
                 if not o.endswith("node_modules") or o == "node_modules"]
 
-    def dockerfile(self, seeds: str = "seeds", workdir: str = "/workspace") -> str:
-        """A Dockerfile that installs the dependencies, then copies the start state over them."""
+    def dockerfile(self, seeds: str = "seeds", workdir: str = "/workspace", inputs_from: str | None = None) -> str:
+        """A Dockerfile that installs the dependencies, then copies the start state over them; the
+        install reads the manifests from ``inputs_from`` (relative to the build context) when given,
+        else from ``seeds``."""
         lines = [f"FROM {self.base_image}", f"WORKDIR {workdir}"]
         if self.tools:  # pnpm, uv: on the PATH of the install steps and of the task
             lines.insert(1, f"ENV LOGMINE_TOOLS={IMAGE_TOOLS} PATH={IMAGE_TOOLS}/bin:$PATH")
         for rel in self.inputs:
-            lines.append(f"COPY {seeds}/{rel} {workdir}/{rel}")
+            lines.append(f"COPY {inputs_from or seeds}/{rel} {workdir}/{rel}")
         steps = [*self.image_steps, *self.tools, *self.steps]
         if steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
             lines.append("RUN " + " \\\n    && ".join([steps[0], *(f"({s})" for s in steps[1:])]))

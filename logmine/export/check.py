@@ -23,7 +23,7 @@ from pathlib import Path
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment
 from logmine.environment.provide import Provided, provide, sandbox_options
-from logmine.export.bundle import syntax_error
+from logmine.export.bundle import install_tree, syntax_error
 from logmine.sandbox import Limits, SandboxError, open_sandbox
 
 WORKSPACE = "/workspace"
@@ -51,12 +51,14 @@ def check_bundle(bundle: Path, env: Environment, live: Path | None, *, left_out:
     if syntax:  # bash would run its lines up to the error, then stop: a half-applied solution
         return BundleCheck(f"solution does not parse: {syntax[:200]}")
     provided, tried = None, []
-    for mode in ("built", "host", "none"):
-        try:
-            provided = provide(mode, env, bundle / "environment" / "seeds", WORKSPACE, live, "bwrap")
-            break
-        except EnvironmentUnavailable as exc:
-            tried.append(f"{mode}: {exc}")
+    with tempfile.TemporaryDirectory(prefix="logmine-bundleenv-") as tmp:
+        tree = install_tree(bundle, Path(tmp))  # the seeds, or the end-of-task manifests over them
+        for mode in ("built", "host", "none"):
+            try:
+                provided = provide(mode, env, tree, WORKSPACE, live, "bwrap")
+                break
+            except EnvironmentUnavailable as exc:
+                tried.append(f"{mode}: {exc}")
     reason = "; ".join([provided.reason, *(f"tried {t}" for t in tried)])
     try:
         start = _reward(bundle, provided, solve=False, limits=limits)

@@ -40,6 +40,7 @@ from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
 from logmine.verify.run import verify_fields
 from logmine.workspace import NotRebuilt, read_inside, rebuild
+from logmine.workspace.deps import end_manifests
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
 _REJECTED = ("solution incomplete", "does not reproduce", "bundle check could not run")
@@ -204,9 +205,13 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
         commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
             [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
         env = known or detect(state.path, commands, state.root)
-        dockerfile, image = bundle.dockerfile(env, state.path, config.image)
+        # a task that changed its dependencies: installed from its end-of-task manifests, as verify did
+        deps = end_manifests(item.actions, state.path, state.root, state.cwd, Path(tmp) / "deps")
+        manifests = bundle.end_manifest_files(env, deps) if deps and not config.image else {}
+        dockerfile, image = bundle.dockerfile(env, deps if manifests else state.path, config.image,
+                                              manifests=bundle.MANIFESTS_DIR if manifests else None)
         _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor,
-                      state.root, _by_test(status.get(verifier.verifier_id)))
+                      state.root, _by_test(status.get(verifier.verifier_id)), manifests)
         if config.check:
             checked = check_bundle(target, env, state.live, left_out=left_out, commands=[c for c, _ in commands])
             if checked.problem:
@@ -215,7 +220,7 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
             summary.reproduced += 1
         if builder is not None:
             try:
-                image = builder.image_for(env, target / "environment" / "seeds", Path(state.root).name) or image
+                image = builder.image_for(env, bundle.install_tree(target, Path(tmp)), Path(state.root).name) or image
             except EnvironmentUnavailable as exc:
                 shutil.rmtree(target, ignore_errors=True)
                 return None, f"image not built: {exc}"
@@ -243,9 +248,11 @@ def _by_test(verdict: dict | None) -> bundle.ByTest | None:
 
 def _write_bundle(target: Path, verifier: Candidate, instruction: str, rel: str, solve: str,
                   end: dict[str, str | None], config: TmaxExportConfig, task: Task, dockerfile: str,
-                  redactor: Redactor, root: str, by_test: bundle.ByTest | None = None) -> None:
+                  redactor: Redactor, root: str, by_test: bundle.ByTest | None = None,
+                  manifests: dict[str, str] | None = None) -> None:
     test_sh, grading = bundle.test_sh(verifier, rel, root, by_test)
     files = {
+        **(manifests or {}),
         "instruction.md": instruction.rstrip("\n") + "\n",  # the task text only: TMax's environment wraps it
         "task.toml": _task_toml(config, task, verifier),
         "environment/Dockerfile": dockerfile,

@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
-from logmine.environment.detect import MANIFESTS, detect
+from logmine.environment.detect import detect
 from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
@@ -27,6 +27,7 @@ from logmine.testresults import TestReport, fail_to_pass, pass_to_pass
 from logmine.verify.environment import EnvironmentRecord, modes_to_try
 from logmine.verify.grade import Grade, grade
 from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
+from logmine.workspace.deps import changed_manifests, end_manifests
 from logmine.workspace.edits import (
     FailedEdit,
     StartDiffered,
@@ -100,14 +101,20 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
             [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
         record = EnvironmentRecord(detect(state.path, commands, state.root))
+        changed = changed_manifests(item.actions, state.root, state.cwd)  # installed from the task's end manifests
+        deps = end_manifests(item.actions, state.path, state.root, state.cwd, Path(tmp) / "deps") if changed else None
         outcome = None
         for mode in (modes := modes_to_try(options.env_mode, options.backend)):
             try:
-                provided = provide(mode, record.environment, state.path, state.root, state.live, options.backend)
+                provided = provide(mode, record.environment, deps or state.path, state.root, state.live,
+                                   options.backend)
             except EnvironmentUnavailable as exc:
                 record.tried.append(f"{mode}: {exc}")
                 continue
-            outcome = _verify_in(item, state, options, provided)
+            if deps and provided.recipe is not None:
+                provided = replace(provided, reason=f"{provided.reason}; from the task's end-of-task {', '.join(changed)}")
+            outcome = _verify_in(item, state, options, provided,
+                                 None if deps and provided.recipe is not None else ", ".join(changed) or None)
             missing = _environment_missing(outcome)
             if missing and mode != modes[-1]:  # the next way may have what this one lacked
                 record.tried.append(f"{mode}: {missing}")
@@ -120,8 +127,10 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
     return outcome
 
 
-def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided) -> TaskOutcome:
-    """Replay and grade the task with its environment provided one way."""
+def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided,
+               changed: str | None = None) -> TaskOutcome:
+    """Replay and grade the task with its environment provided one way; ``changed``: the manifests
+    the task changed that this environment was not installed from."""
     task = item.task
     for rel, target in provided.links:  # a container image's dependency directories, seen from the tree
         link = state.path / rel
@@ -135,11 +144,10 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
         return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True, provided=provided)
     except NotRebuilt as exc:  # the replay showed the start tree was not the author's
         return _all(item, "not_rebuilt", str(exc), rebuilt=False, provided=provided)
-    refuted = _later_commit_refuted(item, state, after)
+    refuted = _later_commit_refuted(item, state, after) or _project_file_missing(item, state, after)
     if refuted:
         return _all(item, "not_rebuilt", refuted, rebuilt=False, provided=provided)
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    changed = dependencies_changed(item, state.root)
     rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
@@ -158,6 +166,28 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
         if grade_.passed is False and not MISSING.search(grade_.excerpt or ""):
             return (f"start tree differed from commit and from the later commit it was rebuilt from: `{c.command[:80]}` "
                     "passed in the session after the task's last edit and fails after the replay")
+    return None
+
+
+#: A test runner saying the project file it starts from is not there (cargo, npm, pytest, python).
+_NO_PROJECT_FILE = re.compile(r"could not find `(Cargo\.toml)` in|ENOENT: no such file or directory, open '([^']*package\.json)'|"
+                              r"ERROR: file or directory not found: (\S+)|can't open file '([^']+)': \[Errno 2\]|"
+                              r"make: \*\*\* No rule to make target '[^']+'\.  Stop\.()")
+
+
+def _project_file_missing(item: TaskInput, state: RebuiltTree, after: dict[str, Grade]) -> str | None:
+    """Why the start tree is shown not to be the author's by a test command that passed in the session
+    and, after the replay, finds no project file to start from (``could not find `Cargo.toml```): the
+    author's tree had the file, uncommitted, and nothing the replay failed to redo could have made it."""
+    for c in item.candidates:
+        if c.kind == "file_diff" or not any(run.failed is False for run in c.runs):
+            continue
+        found = _NO_PROJECT_FILE.search(after[c.verifier_id].excerpt or "") if after[c.verifier_id].passed is False else None
+        path = next((g or "Makefile" for g in found.groups() if g is not None), None) if found else None
+        if path and not any(f.may_have_made(path) for f in state.failed_edits):
+            against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
+            return str(StartDiffered(os.path.relpath(path, state.cwd) if os.path.isabs(path) else path, against,
+                                     found_by=f"`{c.command[:60]}`"))
     return None
 
 
@@ -239,9 +269,6 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
     return grades, expected, problems
 
 
-LOCKS = (".lock", "-lock.json", "-lock.yaml", "go.sum")  # written by an install, never the change itself
-
-
 def inside(workdir: str | None, state: RebuiltTree) -> str:
     """The recorded workdir when it lies in the rebuilt repository, else the session's cwd."""
     return workdir if within(workdir, state.root) else state.cwd
@@ -265,19 +292,6 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
               for d in c.diffs if d.content is None and d.op != "delete"}
     wanted |= {t.path for c in candidates if c.kind == "test_command" for t in c.hidden_tests if t.content is None}
     return {path: read_inside(base, path) for path in wanted}
-
-
-def dependencies_changed(item: TaskInput, root: str) -> str | None:
-    """The dependency manifest the task's own patches change (``backend/pyproject.toml``, relative to
-    the repository ``root``), or None:
-    the environment is installed from the start's manifests once, and the sandbox has no network to
-    install what the task added (the session's ``uv run`` did), so a test that passes only with the
-    new dependency still fails after the replay."""
-    for action in item.actions:
-        for op in action.ops if action.kind == "patch" else ():
-            if os.path.basename(op.path) in MANIFESTS and not op.path.endswith(LOCKS):
-                return os.path.relpath(op.path, root) if os.path.isabs(op.path) and within(op.path, root) else op.path
-    return None
 
 
 def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided,
