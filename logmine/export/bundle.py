@@ -298,7 +298,8 @@ def syntax_error(script: str) -> str | None:
     """What bash says of ``script`` when it cannot parse it (its last line of complaint), else None:
     a command that cannot parse (an unbalanced quote the session ran and saw fail) would end the whole
     script at parse time, every later action with it."""
-    done = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+    # on standard input: a script that writes large files is longer than one argument may be (E2BIG)
+    done = subprocess.run(["bash", "-n"], input=script, capture_output=True, text=True)
     return (done.stderr.strip().splitlines() or ["syntax error"])[-1] if done.returncode else None
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from logmine.export.bundle import solve_sh, write_seeds
+from logmine.export.bundle import solve_sh, syntax_error, write_seeds
 from logmine.patch import parse_patch
 from logmine.redact import Redactor
 from logmine.segment.records import Action
@@ -71,3 +71,14 @@ def test_a_patch_of_a_file_a_project_script_made_is_written_from_a_replay(tmp_pa
                    capture_output=True, cwd=tmp_path, check=True)
     assert (seeds / "specs" / "001" / "spec.md").read_text() == "# Spec\n\nLotto tickets.\n"
     assert not (seeds / "specs" / "001" / "notes.md").exists()
+
+
+def test_a_solution_that_writes_a_large_file_is_checked_whole(tmp_path):
+    """A real task's solve.sh wrote a 300 KB file: longer than one argument may be, its syntax check
+    made the export fail (``Argument list too long: 'bash'``) instead of checking it."""
+    big = "".join(f"+line {i} of a generated fixture\n" for i in range(12_000))
+    patch = f"*** Begin Patch\n*** Add File: data/big.txt\n{big}*** End Patch\n"
+    actions = (Action(0, "patch", "c1", ops=tuple(parse_patch(patch)), workdir=ROOT),)
+    script = solve_sh(actions, tmp_path, ROOT, ROOT)
+    assert len(script) > 300_000 and syntax_error(script) is None
+    assert syntax_error(script + "\nif then\n").startswith("bash: line")
