@@ -191,7 +191,7 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
         try:
             state = rebuild(task.start_state, item.prior, dict(config.repo_map), tmp / "start",
                             tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
-                            mask=redactor.mask, chain=item.chain)
+                            mask=redactor.mask, chain=item.chain, carried=item.carried)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         seeds = tmp / "seeds"

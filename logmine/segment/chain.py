@@ -54,7 +54,45 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
     return cache[task.source_path]
 
 
+_CARRIED_SQL = """
+SELECT p.source_path FROM sessions p, sessions me
+WHERE me.source_path = ? AND me.cwd IS NOT NULL AND p.cwd = me.cwd AND p.source_path <> me.source_path
+  AND p.started_at < me.started_at AND p.git_commit IS DISTINCT FROM me.git_commit
+  AND p.forked_from_id IS NULL AND coalesce(p.source, '') NOT LIKE 'subagent%'
+ORDER BY p.started_at
+"""
+
+
+def carried_patches(store: Store, task: Task, cache: dict, calls_by_file: dict[str, dict] | None = None
+                    ) -> tuple[Action, ...]:
+    """The patches of earlier sessions in ``task``'s cwd that recorded another commit, oldest first,
+    that name a file Codex's first snapshot found untracked at the session's start: the author
+    committed part of that work and left these files out, and the rebuild makes them again
+    (:mod:`logmine.workspace.untracked`). Empty when the snapshot lists none."""
+    untracked = tuple(p for p in task.start_state.untracked if not p.startswith((".codex/", ".claude/")))
+    if not untracked:
+        return ()
+    key = ("carried", task.source_path)
+    if key not in cache:
+        kept: list[Action] = []
+        for row in fetch_dicts(store.con.execute(_CARRIED_SQL, [task.source_path])):
+            last = read_tasks(store, _LAST_TASK_SQL, [row["source_path"]])
+            if last:
+                item = load_task(store, last[0], calls_by_file)
+                kept += [a for a in (*item.prior, *item.actions) if a.kind == "patch" and _names(a, untracked)]
+        cache[key] = tuple(kept)
+    return cache[key]
+
+
+def _names(action: Action, paths: tuple[str, ...]) -> bool:
+    """Does a patch name one of ``paths`` (root-relative), by its own path or a path ending in it?"""
+    named = [p for op in action.ops for p in (op.path, op.move_to) if p]
+    return any(n == p or n.endswith("/" + p) for n in named for p in paths)
+
+
 def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
-    """``item`` with the edits of the earlier sessions at its commit (:func:`earlier_edits`)."""
+    """``item`` with the edits of the earlier sessions at its commit (:func:`earlier_edits`) and the
+    earlier sessions' patches of the files untracked at its start (:func:`carried_patches`)."""
     chain = earlier_edits(store, item.task, cache, calls_by_file)
-    return replace(item, chain=chain) if chain else item
+    carried = carried_patches(store, item.task, cache, calls_by_file)
+    return replace(item, chain=chain, carried=carried) if chain or carried else item

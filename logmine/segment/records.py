@@ -291,6 +291,8 @@ class TaskInput:
     actions: tuple[Action, ...]
     prior: tuple[Action, ...]  # earlier tasks' patches and shell edits, redone onto the start commit
     chain: Chain | None = None  # earlier sessions' edits at the same commit in the same cwd
+    # earlier sessions' patches (at other commits, same cwd) of the files untracked at this session's start
+    carried: tuple[Action, ...] = ()
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

@@ -90,7 +90,7 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
             state = rebuild(task.start_state, item.prior, options.repo_map, Path(tmp) / "start",
                             options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits,
                             own=item.actions, started=task.started_at, mask=options.mask,
-                            chain=item.chain)
+                            chain=item.chain, carried=item.carried)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         except SandboxError as exc:  # replaying earlier shell edits: infrastructure, never the task's fault

@@ -37,6 +37,7 @@ from logmine.workspace.edits import (
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
+from logmine.workspace.untracked import carry_untracked
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
@@ -87,7 +88,7 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
             limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
-            mask: Mask = PLACEHOLDERS, chain: Chain | None = None) -> RebuiltTree:
+            mask: Mask = PLACEHOLDERS, chain: Chain | None = None, carried: tuple[Action, ...] = ()) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     ``chain``: the edits of earlier sessions that recorded the same commit in the same cwd
@@ -98,11 +99,14 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     when the task's first patches apply there (the author had not committed between the sessions);
     else the first outcome stands. When the task ran a project script (a command that may edit files)
     before its first patch, its first patches decide nothing: the tree on which more of its patches
-    apply is taken, the commit alone on a tie (:func:`~logmine.workspace.fit.undecided`). :func:`_rebuild` does the rest.
+    apply is taken, the commit alone on a tie (:func:`~logmine.workspace.fit.undecided`). ``carried``:
+    earlier sessions' patches of the files untracked at the session's start, which the commit lacks
+    (:mod:`logmine.workspace.untracked`). :func:`_rebuild` does the rest.
     """
     def build(actions: tuple[Action, ...], where: Path, branch: str | None) -> RebuiltTree:
         return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
-                        backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch)
+                        backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch,
+                        carried=carried)
 
     if chain is None:
         return build(prior, dest, recipe.repo.git_branch)
@@ -143,7 +147,8 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
 
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
              repo_search: tuple[Path, ...], plain_dirs: bool, backend: str, limits: Limits,
-             own: tuple[Action, ...], started: datetime | None, mask: Mask, branch: str | None) -> RebuiltTree:
+             own: tuple[Action, ...], started: datetime | None, mask: Mask, branch: str | None,
+             carried: tuple[Action, ...] = ()) -> RebuiltTree:
     """The start state from ``prior``, the earlier work redone on the start commit (checked out on
     ``branch`` for that: the branch the author was on where ``prior`` begins).
 
@@ -196,6 +201,8 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
             notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
         notes += _links_note(_export(live, commit, dest, mask))
+        if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
+            notes += carry_untracked(carried, tuple(p for p in recipe.untracked if not _agent_home(p)), dest, root, cwd)
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):

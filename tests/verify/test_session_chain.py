@@ -146,3 +146,37 @@ def test_a_project_script_run_first_leaves_the_choice_to_the_patches_that_follow
     test = next(r for r in rows if r["kind"] == "test_command")
     assert test["status"] == "validated", rows
     assert "0 of the task's 1 patches apply to it, 1 with them" in test["note"], test["note"]
+
+
+HELPER = "def double(x):\n    return x * 3\n"
+HELPER_TEST = ("import unittest\n\nfrom helper import double\n\n\nclass D(unittest.TestCase):\n"
+               "    def test_double(self):\n        self.assertEqual(double(2), 4)\n")
+ADD_HELPER = "*** Begin Patch\n*** Add File: helper.py\n" + "".join(f"+{line}\n" for line in HELPER.splitlines()) + \
+    "*** End Patch\n"
+FIX_HELPER = ("*** Begin Patch\n*** Update File: helper.py\n@@\n def double(x):\n-    return x * 3\n+    return x * 2\n"
+              "*** Add File: test_helper.py\n" + "".join(f"+{line}\n" for line in HELPER_TEST.splitlines())
+              + "*** End Patch\n")
+
+
+def test_a_file_left_untracked_by_an_earlier_session_is_made_from_its_patches(tmp_path):
+    """The first session wrote helper.py; the author committed something else and began the second
+    session with helper.py still untracked (Codex's first snapshot lists it). The second session's
+    commit lacks it: its patches of helper.py apply once the first session's patches made it again."""
+    import subprocess
+
+    repo = tmp_path / "work" / "proj"
+    first_commit = calc_repo(repo)
+    first = (SessionBuilder(cwd=str(repo), commit=first_commit).user("Add a double helper").patch(ADD_HELPER)
+             .agent("Added."))
+    (repo / "README.md").write_text("calc\n")  # the author's next commit leaves helper.py out
+    subprocess.run(["git", "add", "README.md"], cwd=repo, check=True)
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "readme"], cwd=repo, check=True)
+    second_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    test = f"{TESTS} test_helper"
+    second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=second_commit)
+                            .user("double is wrong").ghost("c" * 40, untracked=("helper.py",))
+                            .patch(FIX_HELPER).run(test, 0).agent("Fixed."))
+    rows = [r for r in _verified(tmp_path, first, second) if r["session_id"] == second.session_id]
+    row = next(r for r in rows if r["kind"] == "test_command")
+    assert row["status"] == "validated", rows
+    assert "1 file(s) untracked at the session's start made from earlier sessions' patches: helper.py" in row["note"]
