@@ -153,18 +153,20 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
 
 
 def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, Grade]) -> str | None:
-    """Why a start taken from a commit made during the session (``later_commit``) is shown not to be
-    the author's tree, or None: a test the session ran after the task's last edit and saw pass fails
-    after the replay, not for want of a tool or package. Its patches applied, but the author had more
-    uncommitted work than that commit holds."""
-    if state.method != "later_commit":
+    """Why a start taken from a commit made during the session (``later_commit``), or one holding
+    untracked files made from earlier sessions' patches, is shown not to be the author's tree, or None:
+    a test the session ran after the task's last edit and saw pass fails after the replay, not for
+    want of a tool or package. Its patches applied, but the author had work the log does not show."""
+    if state.method != "later_commit" and not state.carried:
         return None
+    made = "the later commit it was rebuilt from" if state.method == "later_commit" else \
+        "the untracked files made from earlier sessions' patches"
     for c in item.candidates:
         if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
             continue
         grade_ = after[c.verifier_id]
         if grade_.passed is False and not MISSING.search(grade_.excerpt or ""):
-            return (f"start tree differed from commit and from the later commit it was rebuilt from: `{c.command[:80]}` "
+            return (f"start tree differed from commit and from {made}: `{c.command[:80]}` "
                     "passed in the session after the task's last edit and fails after the replay")
     return None
 

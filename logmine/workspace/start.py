@@ -37,7 +37,7 @@ from logmine.workspace.edits import (
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
-from logmine.workspace.untracked import carry_untracked
+from logmine.workspace.untracked import carried_note, carry_untracked
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
 
@@ -60,6 +60,7 @@ class RebuiltTree:
     live: Path | None = None  # the live repository on this host (its ignored dependency directories)
     method: str | None = None  # ghost_snapshot | git_commit+patches | dated_commit | later_commit | working tree
     failed_edits: tuple[FailedEdit, ...] = ()  # earlier shell edits that failed at replay
+    carried: tuple[str, ...] = ()  # files untracked at the session's start, made from earlier sessions' patches
 
 
 def read_inside(base: Path, rel: str) -> str | None:
@@ -183,6 +184,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
     failed: list[FailedEdit] = []
+    made: tuple[str, ...] = ()
     if top is None:
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
@@ -202,7 +204,9 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
         notes += _links_note(_export(live, commit, dest, mask))
         if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
-            notes += carry_untracked(carried, tuple(p for p in recipe.untracked if not _agent_home(p)), dest, root, cwd)
+            made = tuple(carry_untracked(carried, tuple(p for p in recipe.untracked if not _agent_home(p)), dest,
+                                         root, cwd))
+            notes += [carried_note(made)] if made else []
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
@@ -216,7 +220,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     if method in ("git_commit+patches", "dated_commit"):
         later = _start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask)
         if later is not None:
-            method, failed, unreplayed, notes = "later_commit", [], None, later
+            method, failed, unreplayed, notes, made = "later_commit", [], None, later, ()
     if unreplayed is not None:
         raise unreplayed
     missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
@@ -224,7 +228,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
                      + ", ".join(missing[:3]))
     _snapshot(dest, recipe.repo.git_branch)
-    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed))
+    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made)
 
 
 def _copy_plain(local: Path, dest: Path, mask: Mask) -> str:

@@ -21,7 +21,7 @@ from logmine.segment.records import Action
 def carry_untracked(carried: tuple[Action, ...], untracked: tuple[str, ...], tree: Path, root: str,
                     cwd: str) -> list[str]:
     """Write into ``tree`` each file of ``untracked`` (root-relative) that it lacks and that the
-    ``carried`` patches (earlier sessions', oldest first) make whole; returns the notes to keep."""
+    ``carried`` patches (earlier sessions', oldest first) make whole; returns those made, sorted."""
     wanted = {p for p in untracked if not (tree / p).exists() and not (tree / p).is_symlink()}
     broken: set[str] = set()
     for action in carried:
@@ -39,7 +39,9 @@ def carry_untracked(carried: tuple[Action, ...], untracked: tuple[str, ...], tre
     made = sorted(p for p in wanted - broken if (tree / p).is_file())
     for path in broken:  # half made: the start is shown to differ by the task's own patches instead
         (tree / path).unlink(missing_ok=True)
-    if not made:
-        return []
-    return [f"{len(made)} file(s) untracked at the session's start made from earlier sessions' patches: "
-            + ", ".join(made[:3])]
+    return made
+
+
+def carried_note(made: tuple[str, ...]) -> str:
+    return f"{len(made)} file(s) untracked at the session's start made from earlier sessions' patches: " + \
+        ", ".join(made[:3])

@@ -158,25 +158,43 @@ FIX_HELPER = ("*** Begin Patch\n*** Update File: helper.py\n@@\n def double(x):\
               + "*** End Patch\n")
 
 
-def test_a_file_left_untracked_by_an_earlier_session_is_made_from_its_patches(tmp_path):
-    """The first session wrote helper.py; the author committed something else and began the second
-    session with helper.py still untracked (Codex's first snapshot lists it). The second session's
-    commit lacks it: its patches of helper.py apply once the first session's patches made it again."""
+def _untracked_helper(tmp_path, helper_test: str = HELPER_TEST) -> list[dict]:
+    """The first session writes helper.py; the second, at the author's next commit (which left
+    helper.py out), fixes double with a test; its rows."""
     import subprocess
 
     repo = tmp_path / "work" / "proj"
     first_commit = calc_repo(repo)
     first = (SessionBuilder(cwd=str(repo), commit=first_commit).user("Add a double helper").patch(ADD_HELPER)
              .agent("Added."))
-    (repo / "README.md").write_text("calc\n")  # the author's next commit leaves helper.py out
+    (repo / "README.md").write_text("calc\n")
     subprocess.run(["git", "add", "README.md"], cwd=repo, check=True)
     subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "readme"], cwd=repo, check=True)
     second_commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
     test = f"{TESTS} test_helper"
+    fix = FIX_HELPER.replace("".join(f"+{line}\n" for line in HELPER_TEST.splitlines()),
+                             "".join(f"+{line}\n" for line in helper_test.splitlines()))
     second = _an_hour_later(SessionBuilder(cwd=str(repo), commit=second_commit)
                             .user("double is wrong").ghost("c" * 40, untracked=("helper.py",))
-                            .patch(FIX_HELPER).run(test, 0).agent("Fixed."))
-    rows = [r for r in _verified(tmp_path, first, second) if r["session_id"] == second.session_id]
+                            .patch(fix).run(test, 0).agent("Fixed."))
+    return [r for r in _verified(tmp_path, first, second) if r["session_id"] == second.session_id]
+
+
+def test_a_file_left_untracked_by_an_earlier_session_is_made_from_its_patches(tmp_path):
+    """The first session wrote helper.py; the author committed something else and began the second
+    session with helper.py still untracked (Codex's first snapshot lists it). The second session's
+    commit lacks it: its patches of helper.py apply once the first session's patches made it again."""
+    rows = _untracked_helper(tmp_path)
     row = next(r for r in rows if r["kind"] == "test_command")
     assert row["status"] == "validated", rows
     assert "1 file(s) untracked at the session's start made from earlier sessions' patches: helper.py" in row["note"]
+
+
+def test_a_test_that_passed_in_the_session_and_fails_on_the_made_files_refutes_them(tmp_path):
+    """The author changed helper.py by hand between the sessions (``triple``, which the log never
+    shows): the second session's test passed, and fails on the file its patches made."""
+    rows = _untracked_helper(tmp_path, HELPER_TEST.replace("from helper import double", "from helper import double, triple"))
+    row = next(r for r in rows if r["kind"] == "test_command")
+    assert row["status"] == "not_rebuilt", rows
+    assert row["status_reason"].startswith("start tree differed from commit and from the untracked files made from "
+                                           "earlier sessions' patches"), row
