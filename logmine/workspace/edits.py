@@ -153,9 +153,9 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
 
     In order: a hunk holding a redaction placeholder that still does not match (redaction replaced
     text the patch needs: not the author's fault); the file is missing and Codex's first snapshot saw
-    it ``untracked`` at the session's start (:class:`StartDiffered`); the first replayed command that
-    failed ran a project script the tree lacks (:meth:`FailedEdit.missing_script`: the author had it,
-    :class:`StartDiffered`); an earlier replayed command that
+    it ``untracked`` at the session's start (:class:`StartDiffered`); a replayed command that
+    failed ran a project script the tree lacks that nothing failed before could have made
+    (:func:`missing_script`: the author had it, :class:`StartDiffered`); an earlier replayed command that
     failed and may have written the file (``failed_before``: it may have been the edit the patch
     expected; a :class:`FailedEdit` that could not have made it is no reason); the file is in the start
     tree and nothing replayed changed it — compared with tree ``start``, or (``start`` None) not among
@@ -166,9 +166,8 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
     if any(REDACTED_MARK in line for op in ops if path in (op.path, op.move_to) for h in op.hunks for line in h.lines):
         raise NotRebuilt(f"a patch of {path} does not apply: redaction replaced text it needs")
     check_untracked(path, now, untracked, against)  # Codex saw the file untracked at the start: certain
-    first = next((f for f in failed_before if isinstance(f, FailedEdit)), None)
-    script = first.missing_script() if first is not None else None
-    if script is not None:  # every command before it replayed as in the session: the author's tree had it
+    script = missing_script([f for f in failed_before if isinstance(f, FailedEdit)])
+    if script is not None:  # nothing that failed before it could have made it: the author's tree had it
         raise StartDiffered(script, against, ran=True)
     blamed = [str(f) for f in failed_before if not isinstance(f, FailedEdit) or f.may_have_made(path)]
     if blamed:
@@ -178,6 +177,17 @@ def explain(ops: Sequence[FileOp], now: Path, start: Path | None, *, touched: se
         raise StartDiffered(path, against)
     if start is None and touched is not None and path not in touched and _read(now, path) is not None:
         raise StartDiffered(path, against)
+
+
+def missing_script(failed: Sequence[FailedEdit]) -> str | None:
+    """The project script that a failed edit ran and the replayed tree lacks (:meth:`FailedEdit.missing_script`),
+    when no edit that failed before it could have made it (an install step that failed and would
+    have written the scripts, ``specify init``), else None."""
+    for n, edit in enumerate(failed):
+        script = edit.missing_script()
+        if script is not None and not any(before.may_have_made(script) for before in failed[:n]):
+            return script
+    return None
 
 
 def retried(actions: Sequence[Action]) -> frozenset[int]:

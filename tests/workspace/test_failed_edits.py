@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from logmine.patch import parse_patch
-from logmine.workspace.edits import FailedEdit, NotRebuilt, StartDiffered, explain
+from logmine.workspace.edits import FailedEdit, NotRebuilt, StartDiffered, explain, missing_script
 
 PATCH = "*** Begin Patch\n*** Update File: specs/plan.md\n@@\n-draft\n+final\n*** End Patch\n"
 
@@ -67,3 +67,15 @@ def test_a_project_script_the_session_ran_and_the_tree_lacks_shows_a_different_s
                                      "session ran that the repository does not hold)")
     else:
         assert not isinstance(raised.value, StartDiffered), raised.value
+
+
+def test_a_missing_script_after_a_failed_command_that_could_not_have_made_it_still_shows_the_start():
+    """ship's replay: `pnpm install` failed first (no network), then spec-kit's setup-plan.sh was not
+    there. The install could not have made the script; another project script that failed before it
+    could have (a script may write anything)."""
+    install = FailedEdit(3, "exit 127: bash: line 1: pnpm: command not found", "pnpm install")
+    script = FailedEdit(7, "exit 127: bash: line 1: .specify/scripts/bash/setup-plan.sh: No such file or directory",
+                        ".specify/scripts/bash/setup-plan.sh --json")
+    init = FailedEdit(2, "exit 1", "bash scripts/bootstrap.sh")
+    assert missing_script([install, script]) == ".specify/scripts/bash/setup-plan.sh"
+    assert missing_script([init, script]) is None  # the bootstrap may have made it: a replay gap
