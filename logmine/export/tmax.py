@@ -208,7 +208,7 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
         # a task that changed its dependencies: installed from its end-of-task manifests, as verify did
         deps = end_manifests(item.actions, state.path, state.root, state.cwd, Path(tmp) / "deps")
         manifests = bundle.end_manifest_files(env, deps) if deps and not config.image else {}
-        dockerfile, image = bundle.dockerfile(env, deps if manifests else state.path, config.image,
+        dockerfile, image = bundle.dockerfile(env, deps if deps is not None and manifests else state.path, config.image,
                                               manifests=bundle.MANIFESTS_DIR if manifests else None)
         _write_bundle(target, verifier, task.prompt, rel, solve, end, config, task, dockerfile, redactor,
                       state.root, _by_test(status.get(verifier.verifier_id)), manifests)

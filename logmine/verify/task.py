@@ -182,14 +182,14 @@ def _project_file_missing(item: TaskInput, state: RebuiltTree, after: dict[str, 
     and, after the replay, finds no project file to start from (``could not find `Cargo.toml```): the
     author's tree had the file, uncommitted, and nothing the replay failed to redo could have made it."""
     for c in item.candidates:
-        if c.kind == "file_diff" or not any(run.failed is False for run in c.runs):
+        if c.kind == "file_diff" or not any(run.failed is False for run in c.runs or ()):
             continue
         found = _NO_PROJECT_FILE.search(after[c.verifier_id].excerpt or "") if after[c.verifier_id].passed is False else None
         path = next((g or "Makefile" for g in found.groups() if g is not None), None) if found else None
         if path and not any(f.may_have_made(path) for f in state.failed_edits):
             against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
             return str(StartDiffered(os.path.relpath(path, state.cwd) if os.path.isabs(path) else path, against,
-                                     found_by=f"`{c.command[:60]}`"))
+                                     found_by=f"`{(c.command or '')[:60]}`"))
     return None
 
 
