@@ -95,3 +95,18 @@ def segmented(tmp_path: Path, *builders: SessionBuilder):
     store = tmp_path / "store"
     ingest(IngestConfig(paths=(tmp_path / "sessions",), store=store, jobs=1))
     return store, segment(SegmentConfig(store=store))
+
+
+def fixed_and_verified(tmp_path: Path, repo: Path, commit: str, test: str, fix: str, env_mode: str) -> tuple[Path, dict]:
+    """One session in ``repo`` at ``commit``: ``test`` fails, the ``fix`` patch, ``test`` passes; ingested,
+    segmented and verified with ``env_mode``. Returns the store and the test candidate's verifiers row."""
+    from conftest import query
+
+    from logmine.verify import VerifyConfig, verify
+
+    session = (SessionBuilder(cwd=str(repo), commit=commit)
+               .user("add is wrong").run(test, 1).patch(fix).run(test, 0).agent("Fixed."))
+    store, _ = segmented(tmp_path, session)
+    verify(VerifyConfig(store=store, jobs=1, env_mode=env_mode))
+    (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
+    return store, row

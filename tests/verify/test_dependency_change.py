@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from calc_repo import TESTS, calc_repo
 from conftest import query
-from session_builder import SessionBuilder, segmented
+from session_builder import fixed_and_verified
 
 from logmine.export.funnel import categorize
 
@@ -25,17 +25,11 @@ ADD_DEPENDENCY = ("*** Begin Patch\n*** Update File: {repo}/requirements.txt\n@@
 
 
 def test_a_fix_that_adds_a_dependency_says_so_when_it_still_fails(tmp_path, monkeypatch):
-    from logmine.verify import VerifyConfig, verify
-
     monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "home" / "u" / "calc"
     commit = calc_repo(repo, {"requirements.txt": "attrs\n"})
     fix = ADD_DEPENDENCY.replace("{repo}", str(repo))  # the manifest's absolute path, as agents write it
-    session = (SessionBuilder(cwd=str(repo), commit=commit)
-               .user("add is wrong").run(TESTS, 1).patch(fix).run(TESTS, 0).agent("Fixed."))
-    store, _ = segmented(tmp_path, session)
-    verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
-    (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
+    _, row = fixed_and_verified(tmp_path, repo, commit, TESTS, fix, "none")
     assert row["status"] == "fails_after", row
     assert "the task changed the dependencies in requirements.txt" in row["status_reason"], row
     assert categorize(row["status_reason"])[0] == "the task changed its dependencies"
@@ -63,7 +57,6 @@ def test_a_fix_that_adds_a_dependency_is_graded_with_it_installed_and_its_bundle
     test fails on the start's code and passes after the fix; the bundle's Dockerfile installs the same
     manifests (``environment/manifests/``) and its seeds keep the start's."""
     from logmine.export.tmax import TmaxExportConfig, export_tmax
-    from logmine.verify import VerifyConfig, verify
 
     _tiny_wheel(tmp_path / "wheels")
     monkeypatch.setenv("PIP_NO_INDEX", "1")  # the package comes from the wheel above: no network
@@ -74,11 +67,7 @@ def test_a_fix_that_adds_a_dependency_is_graded_with_it_installed_and_its_bundle
     fix = ("*** Begin Patch\n*** Update File: requirements.txt\n@@\n # nothing yet\n+leftpad-tiny\n"
            "*** Update File: calc.py\n@@\n-def add(a, b):\n-    return a - b\n+import leftpad_tiny\n+\n+\n"
            "+def add(a, b):\n+    return a + b\n*** End Patch\n")
-    session = (SessionBuilder(cwd=str(repo), commit=commit)
-               .user("add is wrong").run(TESTS, 1).patch(fix).run(TESTS, 0).agent("Fixed."))
-    store, _ = segmented(tmp_path, session)
-    verify(VerifyConfig(store=store, jobs=1, env_mode="built"))
-    (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
+    store, row = fixed_and_verified(tmp_path, repo, commit, TESTS, fix, "built")
     assert row["status"] == "validated", row
     (env,) = query(store, "SELECT mode, mode_reason FROM environments")
     assert env["mode"] == "built" and "end-of-task requirements.txt" in env["mode_reason"], env

@@ -9,8 +9,7 @@ import shutil
 
 import pytest
 from calc_repo import FIX, calc_repo
-from conftest import query
-from session_builder import SessionBuilder, segmented
+from session_builder import fixed_and_verified
 
 from logmine.export.funnel import categorize
 
@@ -22,16 +21,10 @@ def test_a_test_runner_the_commit_lacks_shows_a_start_that_differed(tmp_path, mo
     """The author ran ``make test`` (``npm test``) from a Makefile (package.json) never committed."""
     if shutil.which(runner.split()[0]) is None:
         pytest.skip(f"{runner.split()[0]} is not installed")
-    from logmine.verify import VerifyConfig, verify
-
     monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
     repo = tmp_path / "home" / "u" / "calc"
     commit = calc_repo(repo)
-    session = (SessionBuilder(cwd=str(repo), commit=commit)
-               .user("add is wrong").run(runner, 1).patch(FIX).run(runner, 0).agent("Fixed."))
-    store, _ = segmented(tmp_path, session)
-    verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
-    (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
+    _, row = fixed_and_verified(tmp_path, repo, commit, runner, FIX, "none")
     assert row["status"] == "not_rebuilt", row
     assert row["status_reason"].startswith(f"start tree differed from commit (first mismatch: {missing}, "
                                            f"which `{runner}` found in the session"), row
