@@ -204,8 +204,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
                          f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
         notes += _links_note(_export(live, commit, dest, mask))
         if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
-            made = tuple(carry_untracked(carried, tuple(p for p in recipe.untracked if not _agent_home(p)), dest,
-                                         root, cwd))
+            made = _carry(recipe, carried, dest, root, cwd)
             notes += [carried_note(made)] if made else []
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
@@ -223,12 +222,21 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
             method, failed, unreplayed, notes, made = "later_commit", [], None, later, ()
     if unreplayed is not None:
         raise unreplayed
-    missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
-    if missing:
-        notes.append(f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
-                     + ", ".join(missing[:3]))
+    notes += _missing_untracked(recipe, dest)
     _snapshot(dest, recipe.repo.git_branch)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made)
+
+
+def _carry(recipe: StartState, carried: tuple[Action, ...], dest: Path, root: str, cwd: str) -> tuple[str, ...]:
+    """The files untracked at the session's start that ``carried`` made in ``dest`` (:mod:`.untracked`)."""
+    return tuple(carry_untracked(carried, tuple(p for p in recipe.untracked if not _agent_home(p)), dest, root, cwd))
+
+
+def _missing_untracked(recipe: StartState, dest: Path) -> list[str]:
+    """A note naming the files untracked at the session's start that the rebuilt tree lacks."""
+    missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
+    return [f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
+            + ", ".join(missing[:3])] if missing else []
 
 
 def _copy_plain(local: Path, dest: Path, mask: Mask) -> str:
