@@ -31,6 +31,12 @@ ORDER BY p.started_at
 _LAST_TASK_SQL = "SELECT * FROM tasks WHERE source_path = ? ORDER BY index DESC LIMIT 1"
 
 
+def _last_task(store: Store, source_path: str, calls_by_file: dict[str, dict] | None) -> TaskInput | None:
+    """A session's last task with its actions, whose ``prior`` holds the session's earlier edits."""
+    last = read_tasks(store, _LAST_TASK_SQL, [source_path])
+    return load_task(store, last[0], calls_by_file) if last else None
+
+
 def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
                   calls_by_file: dict[str, dict] | None = None) -> Chain | None:
     """The edits of the sessions before ``task``'s that recorded its commit in its cwd, oldest first
@@ -41,10 +47,9 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
     sessions: list[str] = []
     branches: list[str | None] = []
     for row in fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))[-MAX_SESSIONS:]:
-        last = read_tasks(store, _LAST_TASK_SQL, [row["source_path"]])
-        if not last:
+        item = _last_task(store, row["source_path"], calls_by_file)
+        if item is None:
             continue
-        item = load_task(store, last[0], calls_by_file)
         own = [a for a in item.actions if a.kind == "patch" or (a.command and packaged_classifier().redone(a.command))]
         if item.prior or own:
             edits += [*item.prior, *own]
@@ -76,9 +81,8 @@ def carried_patches(store: Store, task: Task, cache: dict, calls_by_file: dict[s
     if key not in cache:
         kept: list[Action] = []
         for row in fetch_dicts(store.con.execute(_CARRIED_SQL, [task.source_path])):
-            last = read_tasks(store, _LAST_TASK_SQL, [row["source_path"]])
-            if last:
-                item = load_task(store, last[0], calls_by_file)
+            item = _last_task(store, row["source_path"], calls_by_file)
+            if item is not None:
                 kept += [a for a in (*item.prior, *item.actions) if a.kind == "patch" and _names(a, untracked)]
         cache[key] = tuple(kept)
     return cache[key]

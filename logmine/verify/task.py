@@ -111,10 +111,10 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
             except EnvironmentUnavailable as exc:
                 record.tried.append(f"{mode}: {exc}")
                 continue
-            if deps and provided.recipe is not None:
+            installed = deps is not None and provided.recipe is not None  # the task's new dependencies are there
+            if installed:
                 provided = replace(provided, reason=f"{provided.reason}; from the task's end-of-task {', '.join(changed)}")
-            outcome = _verify_in(item, state, options, provided,
-                                 None if deps and provided.recipe is not None else ", ".join(changed) or None)
+            outcome = _verify_in(item, state, options, provided, None if installed else ", ".join(changed) or None)
             missing = _environment_missing(outcome)
             if missing and mode != modes[-1]:  # the next way may have what this one lacked
                 record.tried.append(f"{mode}: {missing}")

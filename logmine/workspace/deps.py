@@ -48,15 +48,18 @@ def _manifest_ops(actions: tuple[Action, ...], root: str, cwd: str) -> list[list
 
 def changed_manifests(actions: tuple[Action, ...], root: str, cwd: str) -> list[str]:
     """The dependency manifests (not locks) the task's patches change, relative to ``root``."""
-    paths = (op.path for ops in _manifest_ops(actions, root, cwd) for op in ops)
-    return list(dict.fromkeys(p for p in paths if not p.endswith(LOCKS)))
+    return _changed(_manifest_ops(actions, root, cwd))
+
+
+def _changed(patches: list[list[FileOp]]) -> list[str]:
+    return list(dict.fromkeys(op.path for ops in patches for op in ops if not op.path.endswith(LOCKS)))
 
 
 def end_manifests(actions: tuple[Action, ...], tree: Path, root: str, cwd: str, dest: Path) -> Path | None:
     """A copy of ``tree`` at ``dest`` whose manifests are those the task leaves, or None when its
     patches change no manifest or do not apply to them (the start's environment is then the one)."""
     patches = _manifest_ops(actions, root, cwd)
-    changed = changed_manifests(actions, root, cwd)
+    changed = _changed(patches)
     if not changed:
         return None
     # hard links are enough: a patch replaces the files it writes (a new inode), never writes in place
