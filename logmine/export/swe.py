@@ -48,7 +48,7 @@ from logmine.segment.records import Candidate, StartState, TaskInput, load_task,
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
 from logmine.verify.run import verify_fields
-from logmine.workspace import NotRebuilt, RebuiltTree, rebuild
+from logmine.workspace import NotRebuilt, RebuiltTree, rebuild_task
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "swe_instance.schema.json"
 DATA_FILE = "data/test-00000-of-00001.parquet"
@@ -189,9 +189,8 @@ def _export_task(item: TaskInput, verdicts: dict[str, dict], config: SweExportCo
     with tempfile.TemporaryDirectory(prefix="logmine-swe-") as scratch_dir:
         tmp = Path(scratch_dir)
         try:
-            state = rebuild(task.start_state, item.prior, dict(config.repo_map), tmp / "start",
-                            tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
-                            mask=redactor.mask, chain=item.chain, carried=item.carried)
+            state = rebuild_task(item, dict(config.repo_map), tmp / "start", tuple(config.repo_search),
+                                 config.plain_dirs, mask=redactor.mask)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         seeds = tmp / "seeds"

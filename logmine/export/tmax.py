@@ -39,7 +39,7 @@ from logmine.segment.records import Candidate, NoTasks, Task, TaskInput, load_ta
 from logmine.store import CATALOG, Store, fetch_dicts
 from logmine.verify.report import environment_of
 from logmine.verify.run import verify_fields
-from logmine.workspace import NotRebuilt, read_inside, rebuild
+from logmine.workspace import NotRebuilt, read_inside, rebuild_task
 from logmine.workspace.deps import end_manifests
 
 SCHEMA = Path(__file__).parents[1] / "schemas" / "tmax_row.schema.json"
@@ -187,9 +187,8 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
     verifier = min(candidates, key=lambda c: (_KIND_RANK[c.kind], -c.strength, c.mode or ""))
     with tempfile.TemporaryDirectory(prefix="logmine-export-") as tmp:
         try:
-            state = rebuild(task.start_state, item.prior, dict(config.repo_map), Path(tmp) / "start",
-                            tuple(config.repo_search), config.plain_dirs, own=item.actions, started=task.started_at,
-                            mask=redactor.mask, chain=item.chain, carried=item.carried)
+            state = rebuild_task(item, dict(config.repo_map), Path(tmp) / "start", tuple(config.repo_search),
+                                 config.plain_dirs, mask=redactor.mask)
         except NotRebuilt as exc:
             return None, f"start state not rebuilt: {exc}"
         target = tasks_dir / task.task_id

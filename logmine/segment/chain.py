@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Task, TaskInput, load_task, read_tasks
+from logmine.segment.shown import session_steps, shown_for_task
 from logmine.store import Store, fetch_dicts
 
 MAX_SESSIONS = 12
@@ -95,8 +96,14 @@ def _names(action: Action, paths: tuple[str, ...]) -> bool:
 
 
 def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
-    """``item`` with the edits of the earlier sessions at its commit (:func:`earlier_edits`) and the
-    earlier sessions' patches of the files untracked at its start (:func:`carried_patches`)."""
+    """``item`` with what the log shows of its start beyond the commit: the edits of the earlier
+    sessions at its commit (:func:`earlier_edits`), the earlier sessions' patches of the files
+    untracked at its start (:func:`carried_patches`), and the files its session's reads showed
+    (:func:`logmine.segment.shown.shown_for_task`)."""
     chain = earlier_edits(store, item.task, cache, calls_by_file)
     carried = carried_patches(store, item.task, cache, calls_by_file)
-    return replace(item, chain=chain, carried=carried) if chain or carried else item
+    key = ("steps", item.task.source_path)
+    if key not in cache:
+        cache[key] = session_steps(store, item.task.source_path, item.task.start_state.repo.cwd)
+    shown = shown_for_task(cache[key], item.task.first_seq)
+    return replace(item, chain=chain, carried=carried, shown=shown) if chain or carried or shown else item

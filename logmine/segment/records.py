@@ -283,6 +283,17 @@ class Chain:
 
 
 @dataclass(frozen=True, slots=True)
+class Shown:
+    """A file as the session's reads showed it whole before anything changed it: its text when the
+    session began (:mod:`logmine.segment.shown`)."""
+
+    path: str  # absolute: the path the reading command named, joined to the directory it ran in
+    text: str
+    seq: int  # the read that completed it
+    at_task: bool = False  # its text as the task began (written after the earlier tasks' work), not as the session did
+
+
+@dataclass(frozen=True, slots=True)
 class TaskInput:
     """A task with everything verify and export need to rebuild and replay it."""
 
@@ -293,6 +304,7 @@ class TaskInput:
     chain: Chain | None = None  # earlier sessions' edits at the same commit in the same cwd
     # earlier sessions' patches (at other commits, same cwd) of the files untracked at this session's start
     carried: tuple[Action, ...] = ()
+    shown: tuple[Shown, ...] = ()  # files as the session's reads showed them at its start
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

@@ -26,7 +26,7 @@ from logmine.segment.records import Candidate, TaskInput
 from logmine.testresults import TestReport, fail_to_pass, pass_to_pass
 from logmine.verify.environment import EnvironmentRecord, modes_to_try
 from logmine.verify.grade import Grade, grade
-from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild, within
+from logmine.workspace import NotRebuilt, RebuiltTree, read_inside, rebuild_task, within
 from logmine.workspace.deps import changed_manifests, end_manifests
 from logmine.workspace.edits import (
     FailedEdit,
@@ -87,10 +87,8 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         try:
             if not task.rebuildable:
                 raise NotRebuilt(task.start_state_reason or "start state not rebuildable")
-            state = rebuild(task.start_state, item.prior, options.repo_map, Path(tmp) / "start",
-                            options.repo_search, options.plain_dirs, backend=options.backend, limits=options.limits,
-                            own=item.actions, started=task.started_at, mask=options.mask,
-                            chain=item.chain, carried=item.carried)
+            state = rebuild_task(item, options.repo_map, Path(tmp) / "start", options.repo_search,
+                                 options.plain_dirs, backend=options.backend, limits=options.limits, mask=options.mask)
         except NotRebuilt as exc:
             return _all(item, "not_rebuilt", str(exc), rebuilt=False)
         except SandboxError as exc:  # replaying earlier shell edits: infrastructure, never the task's fault
@@ -154,13 +152,15 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
 
 def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, Grade]) -> str | None:
     """Why a start taken from a commit made during the session (``later_commit``), or one holding
-    untracked files made from earlier sessions' patches, is shown not to be the author's tree, or None:
+    untracked files made from earlier sessions' patches or files written as the session's reads
+    showed them, is shown not to be the author's tree, or None:
     a test the session ran after the task's last edit and saw pass fails after the replay, not for
     want of a tool or package. Its patches applied, but the author had work the log does not show."""
-    if state.method != "later_commit" and not state.carried:
+    if state.method != "later_commit" and not state.carried and not state.shown:
         return None
     made = "the later commit it was rebuilt from" if state.method == "later_commit" else \
-        "the untracked files made from earlier sessions' patches"
+        "the untracked files made from earlier sessions' patches" if state.carried else \
+        "the files written as the session's reads showed them"
     for c in item.candidates:
         if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
             continue

@@ -26,7 +26,7 @@ from logmine.patch import FileOp
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
-from logmine.segment.records import Action, Chain, Repo, StartState
+from logmine.segment.records import Action, Chain, Repo, Shown, StartState, TaskInput
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
     FailedEdit,
@@ -37,9 +37,10 @@ from logmine.workspace.edits import (
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
+from logmine.workspace.shown import agent_home, shown_note, write_shown
 from logmine.workspace.untracked import carried_note, carry_untracked
 
-__all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "within"]
+__all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "rebuild_task", "within"]
 
 _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost",
             "GIT_COMMITTER_NAME": "logmine", "GIT_COMMITTER_EMAIL": "logmine@localhost"}
@@ -61,6 +62,7 @@ class RebuiltTree:
     method: str | None = None  # ghost_snapshot | git_commit+patches | dated_commit | later_commit | working tree
     failed_edits: tuple[FailedEdit, ...] = ()  # earlier shell edits that failed at replay
     carried: tuple[str, ...] = ()  # files untracked at the session's start, made from earlier sessions' patches
+    shown: tuple[str, ...] = ()  # files written as the session's reads showed them (the commit differed)
 
 
 def read_inside(base: Path, rel: str) -> str | None:
@@ -89,7 +91,8 @@ def map_path(path: str, repo_map: dict[str, str]) -> str:
 def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, str], dest: Path,
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
             limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
-            mask: Mask = PLACEHOLDERS, chain: Chain | None = None, carried: tuple[Action, ...] = ()) -> RebuiltTree:
+            mask: Mask = PLACEHOLDERS, chain: Chain | None = None, carried: tuple[Action, ...] = (),
+            shown: tuple[Shown, ...] = ()) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     ``chain``: the edits of earlier sessions that recorded the same commit in the same cwd
@@ -102,12 +105,14 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     before its first patch, its first patches decide nothing: the tree on which more of its patches
     apply is taken, the commit alone on a tie (:func:`~logmine.workspace.fit.undecided`). ``carried``:
     earlier sessions' patches of the files untracked at the session's start, which the commit lacks
-    (:mod:`logmine.workspace.untracked`). :func:`_rebuild` does the rest.
+    (:mod:`logmine.workspace.untracked`). ``shown``: files as the session's reads showed them
+    (:mod:`logmine.workspace.shown`; not with the chain, whose edits came before the session began).
+    :func:`_rebuild` does the rest.
     """
-    def build(actions: tuple[Action, ...], where: Path, branch: str | None) -> RebuiltTree:
+    def build(actions: tuple[Action, ...], where: Path, branch: str | None, chained: bool = False) -> RebuiltTree:
         return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
                         backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch,
-                        carried=carried)
+                        carried=carried, shown=() if chained else shown)
 
     if chain is None:
         return build(prior, dest, recipe.repo.git_branch)
@@ -126,7 +131,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         first, evidence = exc, str(exc)
     alt = dest.with_name(dest.name + "-chained")
     try:
-        second: RebuiltTree | None = build((*chain.edits, *prior), alt, chain.branch or recipe.repo.git_branch)
+        second: RebuiltTree | None = build((*chain.edits, *prior), alt, chain.branch or recipe.repo.git_branch, True)
     except NotRebuilt:
         second = None
     if second is not None and isinstance(first, RebuiltTree) and evidence is None:  # undecided: the better fit
@@ -149,7 +154,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
              repo_search: tuple[Path, ...], plain_dirs: bool, backend: str, limits: Limits,
              own: tuple[Action, ...], started: datetime | None, mask: Mask, branch: str | None,
-             carried: tuple[Action, ...] = ()) -> RebuiltTree:
+             carried: tuple[Action, ...] = (), shown: tuple[Shown, ...] = ()) -> RebuiltTree:
     """The start state from ``prior``, the earlier work redone on the start commit (checked out on
     ``branch`` for that: the branch the author was on where ``prior`` begins).
 
@@ -195,17 +200,9 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         live = Path(top)
         rel = os.path.relpath(local.resolve(), live.resolve())
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
-        commit, method = _start_commit(recipe, live)
-        if method == "dated_commit":
-            notes.append(f"no commit recorded: started from {commit[:12]}, the newest commit made before the "
-                         f"session began ({recipe.session_started})")
-        if method == "git_commit+patches" and recipe.ghost_commit:
-            notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
-                         f"header commit {commit[:12]} plus {len(prior)} earlier edit(s)")
-        notes += _links_note(_export(live, commit, dest, mask))
-        if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
-            made = _carry(recipe, carried, dest, root, cwd)
-            notes += [carried_note(made)] if made else []
+        commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried)
+        notes += exported
+    written = write_shown(shown, dest, root, at_task=False, mask=mask, live=live) if method != "ghost_snapshot" else []
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
@@ -219,22 +216,57 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     if method in ("git_commit+patches", "dated_commit"):
         later = _start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask)
         if later is not None:
-            method, failed, unreplayed, notes, made = "later_commit", [], None, later, ()
+            method, failed, unreplayed, notes, made, written = "later_commit", [], None, later, (), []
     if unreplayed is not None:
         raise unreplayed
+    notes += shown_note(written, False)
+    if method != "ghost_snapshot":
+        written_then = write_shown(shown, dest, root, at_task=True, mask=mask, live=live)
+        notes, written = notes + shown_note(written_then, True), written + written_then
     notes += _missing_untracked(recipe, dest)
     _snapshot(dest, recipe.repo.git_branch)
-    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made)
+    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made,
+                       tuple(dict.fromkeys(written)))
+
+
+def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str, n_prior: int, mask: Mask,
+                 carried: tuple[Action, ...]) -> tuple[str, str, tuple[str, ...], list[str]]:
+    """Export the start commit (:func:`_start_commit`) into ``dest`` with the untracked files
+    ``carried`` makes; returns (commit, method, files carried, notes)."""
+    notes = []
+    commit, method = _start_commit(recipe, live)
+    if method == "dated_commit":
+        notes.append(f"no commit recorded: started from {commit[:12]}, the newest commit made before the "
+                     f"session began ({recipe.session_started})")
+    if method == "git_commit+patches" and recipe.ghost_commit:
+        notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
+                     f"header commit {commit[:12]} plus {n_prior} earlier edit(s)")
+    notes += _links_note(_export(live, commit, dest, mask))
+    made: tuple[str, ...] = ()
+    if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
+        made = _carry(recipe, carried, dest, root, cwd)
+        notes += [carried_note(made)] if made else []
+    return commit, method, made, notes
+
+
+def rebuild_task(item: TaskInput, repo_map: dict[str, str], dest: Path, repo_search: tuple[Path, ...] = (),
+                 plain_dirs: bool = False, *, backend: str = "bwrap", limits: Limits = Limits(),
+                 mask: Mask = PLACEHOLDERS) -> RebuiltTree:
+    """:func:`rebuild` for a loaded task: its recipe, earlier work, own actions, start time, and what
+    the log shows of its start beyond the commit (earlier sessions' edits, files its reads showed)."""
+    return rebuild(item.task.start_state, item.prior, repo_map, dest, repo_search, plain_dirs, backend=backend,
+                   limits=limits, own=item.actions, started=item.task.started_at, mask=mask, chain=item.chain,
+                   carried=item.carried, shown=item.shown)
 
 
 def _carry(recipe: StartState, carried: tuple[Action, ...], dest: Path, root: str, cwd: str) -> tuple[str, ...]:
     """The files untracked at the session's start that ``carried`` made in ``dest`` (:mod:`.untracked`)."""
-    return tuple(carry_untracked(carried, tuple(p for p in recipe.untracked if not _agent_home(p)), dest, root, cwd))
+    return tuple(carry_untracked(carried, tuple(p for p in recipe.untracked if not agent_home(p)), dest, root, cwd))
 
 
 def _missing_untracked(recipe: StartState, dest: Path) -> list[str]:
     """A note naming the files untracked at the session's start that the rebuilt tree lacks."""
-    missing = [p for p in recipe.untracked if not _agent_home(p) and not (dest / p).exists()]
+    missing = [p for p in recipe.untracked if not agent_home(p) and not (dest / p).exists()]
     return [f"{len(missing)} file(s) untracked at the session's start are not in the rebuilt tree: "
             + ", ".join(missing[:3])] if missing else []
 
@@ -248,13 +280,6 @@ def _copy_plain(local: Path, dest: Path, mask: Mask) -> str:
                          f"{PLAIN_DIR_MAX_BYTES >> 20} MiB") from exc
     return (f"{local} is not a git repository: its files were copied (redacted; "
             f"{len(left_out)} credential file(s) left out)")
-
-
-def _agent_home(path: str) -> bool:
-    """An agent's or the OS's own file in the work tree (``.codex/``, ``.claude/``, ``.DS_Store``):
-    never the project's."""
-    first = path.split("/", 1)[0]
-    return first in (".codex", ".claude", ".agent", ".cursor", ".vscode", ".idea") or path.endswith(".DS_Store")
 
 
 def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:

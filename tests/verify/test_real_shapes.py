@@ -189,13 +189,14 @@ def test_a_script_missing_from_the_repository_is_named_in_the_reason(tmp_path):
 
 
 def test_a_file_the_session_read_and_the_commit_lacks_shows_a_different_start(tmp_path):
-    """The author's notes.md was never committed: the session read it (``cat notes.md`` succeeded),
-    then patched it. At replay the read fails and so does the patch: the start differed, and no
-    candidate of the task is validated (the calc fix beside it included)."""
+    """The author's notes.md was never committed: the session searched it (``grep -n TODO notes.md``
+    found a line: not the whole file, which the rebuild would have written), then patched it. At
+    replay the search fails and so does the patch: the start differed, and no candidate of the task
+    is validated (the calc fix beside it included)."""
     repo = tmp_path / "work" / "notes"
     commit = calc_repo(repo)
     b = (SessionBuilder(cwd=str(repo), commit=commit)
-         .user("Fix add and finish the notes").run("cat notes.md", 0).run(TESTS, 1).patch(FIX).patch(NOTES_PATCH)
+         .user("Fix add and finish the notes").run("grep -n TODO notes.md", 0, "3:TODO\n").run(TESTS, 1).patch(FIX).patch(NOTES_PATCH)
          .run(TESTS, 0).agent("Done."))
     store, _ = _verify(tmp_path, b)
     rows = {key: r for key, r in _rows(store, b).items() if key[0] == 0}

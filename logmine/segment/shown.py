@@ -1,0 +1,302 @@
+"""Files as the session's own reads showed them before anything changed them.
+
+An author often starts a session from uncommitted work: the recorded commit lacks a file, or holds an
+older version of it, and the task's first patch of that file fails on the commit (a dirty start). Yet
+agents read a file before they edit it — ``cat F``, ``sed -n '1,200p' F`` then ``sed -n '200,400p'
+F``, ``nl -ba F | sed -n '1,120p'`` — and the tool's output is in the log. When those reads cover the
+whole file (the last one reached its end) and came before any patch of it or any command that may
+have changed it, they show the file as it was when the session began. :func:`shown_at_start` gathers
+them; the rebuild writes each file whose text differs from the commit's
+(:mod:`logmine.workspace.start`), and the task's own patches still decide whether that start is the
+author's.
+
+Read whole or not at all: an output the CLI cut (``[... omitted N of M lines ...]``, ``…N tokens
+truncated…``) gives only the lines it kept, reads that disagree on a line give nothing, and a file
+whose end no read reached is left out. A command that may edit files stops every file it may have
+touched: one naming the file, or one whose targets cannot be told (a script, an interpreter, git,
+a package manager, a formatter).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from logmine.ingest.records import Event
+from logmine.segment.commands import packaged_classifier, unwrap
+from logmine.segment.records import Shown
+from logmine.store import Store, fetch_dicts
+
+__all__ = ["Read", "SessionStep", "parse_read", "session_steps", "shown_for_task", "shown_from"]
+
+# The CLI's marks of a cut output, and the header of an output it may have cut.
+_CUT = re.compile(r"\n?\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]\n?|…\d+ tokens truncated…")
+_TOTAL = re.compile(r"^Total output lines: \d+\n\n")
+_NUMBERED = re.compile(r"^ *(\d+)\t(.*)$", re.S)
+_RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
+# An edit whose targets its words name (any other editing command may have touched any file).
+_TARGETED = {"sed", "perl", "mv", "cp", "rm", "touch", "truncate", "install", "ln", "mkdir", "rmdir", "chmod",
+             "tee", "cat", "echo", "printf", "patch"}
+_FORMATTER = re.compile(r"(?:^|\s)(?:--write|--fix)\b|\b(?:fmt|black|prettier|gofmt|rustfmt|ruff format|biome format)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """What one reading command showed of one file: lines from ``first`` (1-based), and where the
+    file ends when the read reached its end (``length``: its line count), else None."""
+
+    path: str  # as the command named it, joined to the directory it ran in
+    first: int
+    lines: tuple[str, ...]
+    length: int | None
+    newline_at_end: bool = True
+
+
+def _range(script: str) -> tuple[int, int | None] | None:
+    """``'A,Bp'`` → (A, B); ``'A,$p'`` → (A, None); ``'Ap'`` → (A, A)."""
+    m = _RANGE.match(script.strip())
+    if not m:
+        return None
+    first = int(m.group(1))
+    last = None if m.group(2) == "$" else int(m.group(2) or first)
+    return (first, last) if first >= 1 and (last is None or last >= first) else None
+
+
+def _sed_range(words: list[str]) -> tuple[tuple[int, int | None], str | None] | None:
+    """``sed -n 'A,Bp' [FILE]`` → ((A, B), FILE or None)."""
+    if len(words) not in (3, 4) or words[:2] != ["sed", "-n"]:
+        return None
+    span = _range(words[2])
+    return (span, words[3] if len(words) == 4 else None) if span else None
+
+
+def _source(words: list[str]) -> tuple[str, bool] | None:
+    """``cat F`` → (F, False); ``cat -n F`` / ``nl -ba F`` → (F, True: numbered lines)."""
+    if len(words) == 2 and words[0] == "cat":
+        return words[1], False
+    if len(words) == 3 and (words[:2] == ["cat", "-n"] or words[:2] == ["nl", "-ba"]):
+        return words[2], True
+    if len(words) == 4 and words[:3] == ["nl", "-b", "a"]:
+        return words[3], True
+    return None
+
+
+def _head(words: list[str]) -> int | None:
+    """``head -n N`` / ``head -N`` / ``head`` (no file) → N."""
+    if words == ["head"]:
+        return 10
+    if len(words) == 3 and words[:2] == ["head", "-n"] and words[2].isdigit():
+        return int(words[2])
+    if len(words) == 2 and words[0] == "head" and re.fullmatch(r"-\d+", words[1]):
+        return int(words[1][1:])
+    return None
+
+
+def _shape(command: str) -> tuple[str, bool, int, int | None] | None:
+    """(file, numbered, first line asked, last line asked or None for the end) of a reading command."""
+    stages = [part.strip() for part in command.split("|")]
+    if len(stages) > 2 or any(c in re.sub(r"'[^']*'", "''", command) for c in ";&><`$()*?~{}\n"):
+        return None
+    try:
+        words = [shlex.split(stage) for stage in stages]
+    except ValueError:
+        return None
+    if len(words) == 1:
+        one = words[0]
+        if (src := _source(one)) is not None:
+            return src[0], src[1], 1, None
+        if (sed := _sed_range(one)) is not None and sed[1]:
+            return sed[1], False, sed[0][0], sed[0][1]
+        if len(one) >= 2 and one[0] == "head" and (n := _head(one[:-1])) is not None:
+            return one[-1], False, 1, n
+        if len(one) == 4 and one[:2] == ["tail", "-n"] and one[2].startswith("+") and one[2][1:].isdigit():
+            return one[3], False, max(int(one[2][1:]), 1), None
+        return None
+    src = _source(words[0])
+    if src is None or not src[1]:
+        return None
+    if (sed := _sed_range(words[1])) is not None and sed[1] is None:
+        return src[0], True, sed[0][0], sed[0][1]
+    if (n := _head(words[1])) is not None:
+        return src[0], True, 1, n
+    return None
+
+
+def _numbered(lines: list[str], first: int) -> list[tuple[int, str]] | None:
+    """``nl -ba`` lines as (number, text), checked to run on from ``first`` without a gap."""
+    out = []
+    for i, line in enumerate(lines):
+        m = _NUMBERED.match(line)
+        if not m or int(m.group(1)) != first + i:
+            return None
+        out.append((int(m.group(1)), m.group(2)))
+    return out
+
+
+def parse_read(command: str, output: str, where: str) -> list[Read]:
+    """What a reading command that exited 0 showed: one :class:`Read` per part of the output (two
+    when the CLI cut its middle and the lines carry their numbers), or none when the command is no
+    whole-file read of one file or the output does not fit it. ``where``: the directory it ran in."""
+    unwrapped = unwrap(command)
+    shape = _shape(unwrapped.command)
+    if shape is None:
+        return []
+    name, numbered, first, last = shape
+    if name.startswith("-"):
+        return []
+    path = os.path.normpath(os.path.join(where, unwrapped.cd or ".", name))
+    body = _TOTAL.sub("", output, count=1)
+    parts = _CUT.split(body)
+    cut = len(parts) > 1
+    if len(parts) > 2 or (cut and not numbered and len(parts[0].split("\n")) < 2):
+        return []
+    asked = None if last is None else last - first + 1
+    if not cut:
+        newline = body.endswith("\n") or body == ""
+        lines = body[:-1].split("\n") if body.endswith("\n") else (body.split("\n") if body else [])
+        if numbered:
+            pairs = _numbered(lines, first)
+            if pairs is None:
+                return []
+            lines = [text for _, text in pairs]
+        reached = asked is None or len(lines) < asked
+        length = first + len(lines) - 1 if reached and (lines or first == 1) else None
+        return [Read(path, first, tuple(lines), length, newline or numbered)]
+    head = parts[0].split("\n")[:-1]  # the line the cut went through is not whole
+    if not numbered:
+        return [Read(path, first, tuple(head), None)] if head else []
+    reads = []
+    pairs = _numbered(head, first)
+    if pairs:
+        reads.append(Read(path, first, tuple(t for _, t in pairs), None))
+    tail = parts[1].lstrip("\n").split("\n")[1:]  # the first line after the cut is not whole either
+    tail = tail[:-1] if tail and tail[-1] == "" else tail
+    m = _NUMBERED.match(tail[0]) if tail else None
+    if m and (rest := _numbered(tail, int(m.group(1)))):
+        end = rest[-1][0]
+        reached = asked is not None and end < first + asked - 1
+        reads.append(Read(path, rest[0][0], tuple(t for _, t in rest), end if reached else None))
+    return reads
+
+
+@dataclass
+class _File:
+    """What the reads so far showed of one file."""
+
+    lines: dict[int, str] = field(default_factory=dict)
+    length: int | None = None
+    newline_at_end: bool = True
+    seq: int = 0
+    broken: bool = False  # two reads disagreed
+
+    def add(self, read: Read, seq: int) -> None:
+        for i, line in enumerate(read.lines, read.first):
+            if self.lines.setdefault(i, line) != line:
+                self.broken = True
+        if read.length is not None:
+            if self.length is not None and self.length != read.length:
+                self.broken = True
+            self.length = read.length
+            self.newline_at_end = read.newline_at_end
+        self.seq = max(self.seq, seq)
+
+    def text(self) -> str | None:
+        if self.broken or self.length is None or any(i not in self.lines for i in range(1, self.length + 1)):
+            return None
+        if self.length == 0:
+            return ""
+        text = "\n".join(self.lines[i] for i in range(1, self.length + 1))
+        return text + "\n" if self.newline_at_end else text
+
+
+def _edits(command: str) -> tuple[bool, bool]:
+    """(may it change files, may it change any file): a command that may edit files and whose
+    targets its words name (``sed -i``, ``mv``, ``cat > F``) changes only the files it names."""
+    classifier = packaged_classifier()
+    if _FORMATTER.search(command):
+        return True, True
+    if classifier.is_test(command) or not classifier.edits_files(command):
+        return False, False
+    words = unwrap(command).command.split()
+    return True, not words or os.path.basename(words[0]) not in _TARGETED or "*" in command
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStep:
+    """One step of a session, in order: what it showed of files, and which files it may have changed."""
+
+    seq: int
+    reads: tuple[Read, ...] = ()
+    patched: tuple[str, ...] = ()  # the paths a patch wrote (absolute)
+    named: str | None = None  # a command that may change the files its text names: that text
+    every: bool = False  # a command that may have changed any file
+
+    @classmethod
+    def command(cls, seq: int, command: str, where: str, exit_code: int | None, output: str | None) -> SessionStep:
+        reads = tuple(parse_read(command, output, where)) if exit_code == 0 and output is not None else ()
+        edits, every = _edits(command)
+        return cls(seq, reads, named=command if edits and not every else None, every=every)
+
+    def may_change(self, path: str) -> bool:
+        base = os.path.basename(path)
+        return self.every or any(p == path or os.path.basename(p) == base for p in self.patched) or \
+            (self.named is not None and base in self.named)
+
+
+def shown_from(steps: Iterable[SessionStep], at_task: bool = False) -> tuple[Shown, ...]:
+    """The files ``steps``' reads showed whole before any step may have changed them (see the
+    module's docstring): their text as the first of ``steps`` began, in the order their last read came."""
+    files: dict[str, _File] = {}
+    changers: list[SessionStep] = []
+    for step in steps:
+        for read in step.reads:
+            if not any(c.may_change(read.path) for c in changers):
+                files.setdefault(read.path, _File()).add(read, step.seq)
+        if step.every:
+            break
+        if step.patched or step.named:
+            changers.append(step)
+    shown = [(f.seq, path, f.text()) for path, f in files.items()]
+    return tuple(Shown(path, text, seq, at_task) for seq, path, text in sorted(shown) if text is not None)
+
+
+# Outputs are read only for the commands that may be reads; patches come from their events.
+_COMMANDS_SQL = r"""
+SELECT seq, command, workdir, exit_code,
+       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s') THEN output END AS output
+FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
+"""
+_PATCHES_SQL = "SELECT * FROM events WHERE source_path = ? AND kind = 'patch' ORDER BY seq"
+
+
+def session_steps(store: Store, source_path: str, cwd: str | None) -> tuple[SessionStep, ...]:
+    """The steps of one stored session that read or may change files; ``cwd``: the session's (the
+    paths are joined to it). None without an absolute cwd."""
+    if not cwd or not cwd.startswith("/"):
+        return ()
+    patched: dict[int, list[str]] = {}
+    for row in fetch_dicts(store.con.execute(_PATCHES_SQL, [source_path])):
+        op = Event.from_row(row).file_op
+        where = os.path.join(cwd, row.get("workdir") or ".")
+        patched.setdefault(row["seq"], []).extend(os.path.normpath(os.path.join(where, p))
+                                                  for p in (op.path, op.move_to) if p)
+    steps = [SessionStep(seq, patched=tuple(paths)) for seq, paths in patched.items()]
+    for row in fetch_dicts(store.con.execute(_COMMANDS_SQL, [source_path])):
+        step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, row["workdir"] or "."),
+                                   row["exit_code"], row["output"])
+        if step.reads or step.named or step.every:
+            steps.append(step)
+    return tuple(sorted(steps, key=lambda s: s.seq))
+
+
+def shown_for_task(steps: tuple[SessionStep, ...], first_seq: int) -> tuple[Shown, ...]:
+    """What the session's reads show of a task's start: the files as the session began (written
+    before the earlier tasks' work is redone), and those the reads from the task's first step on
+    show as the task began (``at_task``: written after it), where they differ."""
+    at_start = shown_from(steps)
+    at_task = shown_from((s for s in steps if s.seq >= first_seq), at_task=True)
+    same = {(s.path, s.text) for s in at_start}
+    return (*at_start, *(s for s in at_task if (s.path, s.text) not in same))

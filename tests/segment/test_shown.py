@@ -1,0 +1,87 @@
+"""What a session's reads show of its files: whole reads, chunked reads, cut outputs, and the steps
+that make a read stale."""
+
+from __future__ import annotations
+
+from logmine.segment.shown import SessionStep, parse_read, shown_for_task, shown_from
+
+CWD = "/home/u/proj"
+TEXT = "".join(f"line {i}\n" for i in range(1, 301))
+
+
+def _lines(first: int, last: int, numbered: bool = False) -> str:
+    return "".join(f"{i:6d}\tline {i}\n" if numbered else f"line {i}\n" for i in range(first, last + 1))
+
+
+def _read(seq: int, command: str, output: str, exit_code: int = 0) -> SessionStep:
+    return SessionStep.command(seq, command, CWD, exit_code, output)
+
+
+def _text(steps: list[SessionStep]) -> dict[str, str]:
+    return {s.path: s.text for s in shown_from(steps)}
+
+
+def test_cat_shows_the_whole_file_relative_to_where_it_ran():
+    [read] = parse_read("cat src/app.py", "a = 1\nb = 2\n", CWD)
+    assert (read.path, read.first, read.lines, read.length) == (f"{CWD}/src/app.py", 1, ("a = 1", "b = 2"), 2)
+    [read] = parse_read("bash -lc 'cd src && cat app.py'", "a\n", CWD)
+    assert read.path == f"{CWD}/src/app.py"
+
+
+def test_sed_chunks_join_into_the_whole_file_once_one_reaches_its_end():
+    first = _read(1, "sed -n '1,200p' f.txt", _lines(1, 200))
+    assert _text([first]) == {}  # 200 lines asked, 200 shown: the end is not known
+    rest = _read(2, "sed -n '200,400p' f.txt", _lines(200, 300))
+    assert _text([first, rest]) == {f"{CWD}/f.txt": TEXT}
+
+
+def test_numbered_reads_give_their_lines_on_both_sides_of_a_cut():
+    cut = _lines(1, 120, True) + "   121\tline" + "\n[... omitted 0 of 200 lines ...]\n\n" + "ne 150\n" + _lines(151, 300, True)
+    reads = parse_read("nl -ba f.txt | sed -n '1,400p'", cut, CWD)
+    assert [(r.first, len(r.lines), r.length) for r in reads] == [(1, 120, None), (151, 150, 300)]
+    middle = _read(2, "nl -ba f.txt | sed -n '100,160p'", _lines(100, 160, True))
+    assert _text([SessionStep(1, tuple(reads)), middle]) == {f"{CWD}/f.txt": TEXT}
+
+
+def test_a_cut_plain_output_never_makes_a_whole_file():
+    cut = "Total output lines: 300\n\n" + _lines(1, 128) + "[... omitted 44 of 300 lines ...]\n\n" + _lines(173, 300)
+    assert _text([_read(1, "cat f.txt", cut)]) == {}
+    assert _text([_read(1, "cat f.txt", _lines(1, 10) + "…1200 tokens truncated…" + _lines(250, 300))]) == {}
+
+
+def test_reads_that_are_not_one_whole_file_read_give_nothing():
+    for command in ("cat a.txt b.txt", "grep -n x f.txt", "sed -n '1,20p' f.txt && cat g.txt", "cat f.txt > g.txt",
+                    "cat $HOME/f.txt", "sed -i 's/a/b/' f.txt", "cat *.txt", "head -c 100 f.txt"):
+        assert parse_read(command, "a\n", CWD) == [], command
+    assert _text([_read(1, "cat missing.txt", "cat: missing.txt: No such file or directory\n", exit_code=1)]) == {}
+
+
+def test_a_file_without_a_newline_at_its_end_and_an_empty_file():
+    assert _text([_read(1, "cat f.txt", "a\nb")]) == {f"{CWD}/f.txt": "a\nb"}
+    assert _text([_read(1, "cat e.txt", "")]) == {f"{CWD}/e.txt": ""}
+
+
+def test_reads_that_disagree_give_nothing():
+    assert _text([_read(1, "cat f.txt", "a\n"), _read(2, "cat f.txt", "b\n")]) == {}
+
+
+def test_a_patch_or_a_command_that_may_change_a_file_ends_what_later_reads_show_of_it():
+    patched = SessionStep(2, patched=(f"{CWD}/f.txt",))
+    assert _text([patched, _read(3, "cat f.txt", "new\n")]) == {}
+    assert _text([_read(1, "cat f.txt", "old\n"), patched, _read(3, "cat f.txt", "new\n")]) == {f"{CWD}/f.txt": "old\n"}
+    sed = _read(2, "sed -i 's/a/b/' f.txt", "")
+    assert _text([sed, _read(3, "cat f.txt", "b\n"), _read(4, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}
+    script = _read(2, "./scripts/generate.sh", "")
+    assert _text([script, _read(3, "cat g.txt", "g\n")]) == {}
+    formatter = _read(2, "npx prettier --write src", "")
+    assert _text([formatter, _read(3, "cat g.txt", "g\n")]) == {}
+    tests = _read(2, "pytest -q", "1 passed\n")
+    assert _text([tests, _read(3, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}
+
+
+def test_a_task_gets_the_session_start_and_what_its_own_reads_show_after_earlier_scripts():
+    steps = [_read(1, "cat a.txt", "a0\n"), _read(2, "./setup.sh", ""), _read(10, "cat b.txt", "b1\n")]
+    shown = shown_for_task(tuple(steps), first_seq=5)
+    assert [(s.path.rsplit("/", 1)[1], s.text, s.at_task) for s in shown] == [("a.txt", "a0\n", False),
+                                                                              ("b.txt", "b1\n", True)]
+    assert [s.at_task for s in shown_for_task(tuple(steps), first_seq=1)] == [False]  # the script ran in the task

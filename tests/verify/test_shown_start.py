@@ -1,0 +1,56 @@
+"""A session that began from uncommitted work: its first patch fails on the recorded commit. Where the
+agent read the file whole before editing it, the rebuild writes the file as the read showed it, and the
+task validates on the author's start; without such a read it stays a start that differed."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from calc_repo import CALC, TESTS, calc_repo
+from conftest import query
+from session_builder import SessionBuilder, segmented
+
+from logmine.verify import VerifyConfig, verify
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+
+DIRTY = "def sub(a, b):\n    return a - b\n\n\n" + CALC  # the author's uncommitted sub() above add()
+FIX = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def sub(a, b):\n     return a - b\n \n \n def add(a, b):\n"
+       "-    return a - b\n+    return a + b\n*** End Patch\n")
+
+
+def _verified(tmp_path, read: str | None) -> tuple[object, dict]:
+    repo = tmp_path / "home" / "u" / "calc"
+    commit = calc_repo(repo)
+    session = SessionBuilder(cwd=str(repo), commit=commit).user("add is wrong")
+    if read is not None:
+        session.run("sed -n '1,200p' calc.py", 0, read)
+    session.run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
+    store, _ = segmented(tmp_path, session)
+    verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
+    (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
+    return store, row
+
+
+def test_a_file_the_session_read_whole_is_written_as_it_showed_it(tmp_path, monkeypatch):
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    store, row = _verified(tmp_path, DIRTY)
+    assert row["status"] == "validated", row
+    assert ("1 file(s) differed from the commit as the session began, written as the session's reads showed "
+            "them: calc.py") in row["status_reason"], row
+    out = tmp_path / "tmax"
+    summary = export_tmax(TmaxExportConfig(store=store, out=out))
+    assert summary.rows == summary.reproduced == 1, summary
+    (bundle,) = (out / "tasks").iterdir()
+    assert (bundle / "environment/seeds/calc.py").read_text() == DIRTY  # the author's start, not the commit's
+
+
+@pytest.mark.parametrize("read", [None, "def sub(a, b):\n[... omitted 0 of 6 lines ...]\n\n    return a - b\n"])
+def test_without_a_whole_read_the_start_still_differed(tmp_path, monkeypatch, read):
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    _, row = _verified(tmp_path, read)
+    assert row["status"] == "not_rebuilt", row
+    assert row["status_reason"].startswith("start tree differed from commit (first mismatch: calc.py"), row
