@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Chain, Task, TaskInput, load_task, read_tasks
-from logmine.segment.shown import session_steps, shown_for_task
+from logmine.segment.shown import session_reads, shown_for_task
 from logmine.store import Store, fetch_dicts
 
 MAX_SESSIONS = 12
@@ -104,6 +104,6 @@ def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict
     carried = carried_patches(store, item.task, cache, calls_by_file)
     key = ("steps", item.task.source_path)
     if key not in cache:
-        cache[key] = session_steps(store, item.task.source_path, item.task.start_state.repo.cwd)
-    shown = shown_for_task(cache[key], item.task.first_seq)
+        cache[key] = session_reads(store, item.task.source_path, item.task.start_state.repo.cwd)
+    shown = shown_for_task(cache[key], item.task.first_seq, (a.seq for a in item.prior))
     return replace(item, chain=chain, carried=carried, shown=shown) if chain or carried or shown else item

@@ -290,7 +290,7 @@ class Shown:
     path: str  # absolute: the path the reading command named, joined to the directory it ran in
     text: str
     seq: int  # the read that completed it
-    at_task: bool = False  # its text as the task began (written after the earlier tasks' work), not as the session did
+    before: int = -1  # the step (seq) before which the file held this text; -1: as the session began
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +304,7 @@ class TaskInput:
     chain: Chain | None = None  # earlier sessions' edits at the same commit in the same cwd
     # earlier sessions' patches (at other commits, same cwd) of the files untracked at this session's start
     carried: tuple[Action, ...] = ()
-    shown: tuple[Shown, ...] = ()  # files as the session's reads showed them at its start
+    shown: tuple[Shown, ...] = ()  # files as the session's reads showed them before its start or earlier work
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

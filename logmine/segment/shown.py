@@ -19,6 +19,7 @@ a package manager, a formatter).
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import shlex
@@ -30,10 +31,10 @@ from logmine.segment.commands import packaged_classifier, unwrap
 from logmine.segment.records import Shown
 from logmine.store import Store, fetch_dicts
 
-__all__ = ["Read", "SessionStep", "parse_read", "session_steps", "shown_for_task", "shown_from"]
+__all__ = ["Read", "SessionReads", "SessionStep", "parse_read", "session_reads", "shown_for_task", "shown_from"]
 
 # The CLI's marks of a cut output, and the header of an output it may have cut.
-_CUT = re.compile(r"\n?\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]\n?|…\d+ tokens truncated…")
+_CUT = re.compile(r"\n?\[\.\.\. omitted \d+ of (?P<total>\d+) lines \.\.\.\]\n?|…\d+ tokens truncated…")
 _TOTAL = re.compile(r"^Total output lines: \d+\n\n")
 _NUMBERED = re.compile(r"^ *(\d+)\t(.*)$", re.S)
 _RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
@@ -41,6 +42,9 @@ _RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 _TARGETED = {"sed", "perl", "mv", "cp", "rm", "touch", "truncate", "install", "ln", "mkdir", "rmdir", "chmod",
              "tee", "cat", "echo", "printf", "patch"}
 _FORMATTER = re.compile(r"(?:^|\s)(?:--write|--fix)\b|\b(?:fmt|black|prettier|gofmt|rustfmt|ruff format|biome format)\b")
+# Commands that rewrite manifests or lock files beyond what the pipeline counts as edits.
+_MANIFESTS = re.compile(r"\b(?:npx\s+expo\s+install|(?:uv|poetry|cargo|bun)\s+(?:add|remove|lock|sync)|"
+                        r"go\s+(?:get|mod\s+tidy)|(?:npm|pnpm|yarn)\s+(?:i|ci|up|update|uninstall|dedupe)\b)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,12 +153,9 @@ def parse_read(command: str, output: str, where: str) -> list[Read]:
         return []
     path = os.path.normpath(os.path.join(where, unwrapped.cd or ".", name))
     body = _TOTAL.sub("", output, count=1)
-    parts = _CUT.split(body)
-    cut = len(parts) > 1
-    if len(parts) > 2 or (cut and not numbered and len(parts[0].split("\n")) < 2):
-        return []
+    cuts = list(_CUT.finditer(body))
     asked = None if last is None else last - first + 1
-    if not cut:
+    if not cuts:
         newline = body.endswith("\n") or body == ""
         lines = body[:-1].split("\n") if body.endswith("\n") else (body.split("\n") if body else [])
         if numbered:
@@ -165,20 +166,35 @@ def parse_read(command: str, output: str, where: str) -> list[Read]:
         reached = asked is None or len(lines) < asked
         length = first + len(lines) - 1 if reached and (lines or first == 1) else None
         return [Read(path, first, tuple(lines), length, newline or numbered)]
-    head = parts[0].split("\n")[:-1]  # the line the cut went through is not whole
-    if not numbered:
-        return [Read(path, first, tuple(head), None)] if head else []
-    reads = []
-    pairs = _numbered(head, first)
-    if pairs:
-        reads.append(Read(path, first, tuple(t for _, t in pairs), None))
-    tail = parts[1].lstrip("\n").split("\n")[1:]  # the first line after the cut is not whole either
+    if len(cuts) > 1:
+        return []
+    return _cut_read(path, body, cuts[0], numbered, first, asked)
+
+
+def _cut_read(path: str, body: str, cut: re.Match, numbered: bool, first: int, asked: int | None) -> list[Read]:
+    """The whole lines either side of the CLI's cut: numbered ones where they stand; plain ones after
+    the cut where the mark says how many lines the output had (``… of M lines``), its last being the
+    output's last. A line the cut went through is left out on both sides."""
+    head = body[:cut.start()].split("\n")[:-1]
+    tail = body[cut.end():].lstrip("\n").split("\n")[1:]
     tail = tail[:-1] if tail and tail[-1] == "" else tail
-    m = _NUMBERED.match(tail[0]) if tail else None
-    if m and (rest := _numbered(tail, int(m.group(1)))):
-        end = rest[-1][0]
-        reached = asked is not None and end < first + asked - 1
-        reads.append(Read(path, rest[0][0], tuple(t for _, t in rest), end if reached else None))
+    total = int(cut.group("total")) if cut.group("total") else None
+    reads = []
+    if numbered:
+        pairs = _numbered(head, first)
+        if pairs:
+            reads.append(Read(path, first, tuple(t for _, t in pairs), None))
+        m = _NUMBERED.match(tail[0]) if tail else None
+        if m and (rest := _numbered(tail, int(m.group(1)))):
+            end = rest[-1][0]
+            reached = asked is None or end < first + asked - 1
+            reads.append(Read(path, rest[0][0], tuple(t for _, t in rest), end if reached else None))
+        return reads
+    if head:
+        reads.append(Read(path, first, tuple(head), None))
+    if total is not None and tail and total >= len(tail) + len(head):
+        reached = asked is None or total < asked
+        reads.append(Read(path, first + total - len(tail), tuple(tail), first + total - 1 if reached else None))
     return reads
 
 
@@ -216,7 +232,7 @@ def _edits(command: str) -> tuple[bool, bool]:
     """(may it change files, may it change any file): a command that may edit files and whose
     targets its words name (``sed -i``, ``mv``, ``cat > F``) changes only the files it names."""
     classifier = packaged_classifier()
-    if _FORMATTER.search(command):
+    if _FORMATTER.search(command) or _MANIFESTS.search(command):
         return True, True
     if classifier.is_test(command) or not classifier.edits_files(command):
         return False, False
@@ -246,21 +262,41 @@ class SessionStep:
             (self.named is not None and base in self.named)
 
 
-def shown_from(steps: Iterable[SessionStep], at_task: bool = False) -> tuple[Shown, ...]:
+class SessionReads:
+    """Every read of a session's steps, by file, with the steps that may have changed each file: what
+    the reads show of the files at any point of the session (:meth:`at`). Built once per session."""
+
+    def __init__(self, steps: Iterable[SessionStep]):
+        steps = tuple(steps)
+        self.reads: dict[str, list[tuple[int, Read]]] = {}
+        for step in steps:
+            for read in step.reads:
+                self.reads.setdefault(read.path, []).append((step.seq, read))
+        changers = [s for s in steps if s.every or s.patched or s.named]
+        self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in self.reads}
+
+    def at(self, seq: int) -> tuple[Shown, ...]:
+        """The files as they were when the step ``seq`` began, where reads show them whole: the reads
+        made after the last step before ``seq`` that may have changed the file and before the first
+        one from ``seq`` on (``-1``: as the session began), in the order their last read came."""
+        shown = []
+        for path, reads in self.reads.items():
+            changes = self.changes[path]
+            i = bisect.bisect_left(changes, seq)
+            low, high = changes[i - 1] if i else -1, changes[i] if i < len(changes) else float("inf")
+            file = _File()
+            for when, read in reads:
+                if low < when < high:
+                    file.add(read, when)
+            if (text := file.text()) is not None:
+                shown.append(Shown(path, text, file.seq, seq))
+        return tuple(sorted(shown, key=lambda s: (s.seq, s.path)))
+
+
+def shown_from(steps: Iterable[SessionStep]) -> tuple[Shown, ...]:
     """The files ``steps``' reads showed whole before any step may have changed them (see the
     module's docstring): their text as the first of ``steps`` began, in the order their last read came."""
-    files: dict[str, _File] = {}
-    changers: list[SessionStep] = []
-    for step in steps:
-        for read in step.reads:
-            if not any(c.may_change(read.path) for c in changers):
-                files.setdefault(read.path, _File()).add(read, step.seq)
-        if step.every:
-            break
-        if step.patched or step.named:
-            changers.append(step)
-    shown = [(f.seq, path, f.text()) for path, f in files.items()]
-    return tuple(Shown(path, text, seq, at_task) for seq, path, text in sorted(shown) if text is not None)
+    return SessionReads(steps).at(-1)
 
 
 # Outputs are read only for the commands that may be reads; patches come from their events.
@@ -272,11 +308,11 @@ FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
 _PATCHES_SQL = "SELECT * FROM events WHERE source_path = ? AND kind = 'patch' ORDER BY seq"
 
 
-def session_steps(store: Store, source_path: str, cwd: str | None) -> tuple[SessionStep, ...]:
-    """The steps of one stored session that read or may change files; ``cwd``: the session's (the
-    paths are joined to it). None without an absolute cwd."""
+def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionReads:
+    """The reads of one stored session (:class:`SessionReads`); ``cwd``: the session's (the paths are
+    joined to it). Empty without an absolute cwd."""
     if not cwd or not cwd.startswith("/"):
-        return ()
+        return SessionReads(())
     patched: dict[int, list[str]] = {}
     for row in fetch_dicts(store.con.execute(_PATCHES_SQL, [source_path])):
         op = Event.from_row(row).file_op
@@ -289,14 +325,19 @@ def session_steps(store: Store, source_path: str, cwd: str | None) -> tuple[Sess
                                    row["exit_code"], row["output"])
         if step.reads or step.named or step.every:
             steps.append(step)
-    return tuple(sorted(steps, key=lambda s: s.seq))
+    return SessionReads(sorted(steps, key=lambda s: s.seq))
 
 
-def shown_for_task(steps: tuple[SessionStep, ...], first_seq: int) -> tuple[Shown, ...]:
-    """What the session's reads show of a task's start: the files as the session began (written
-    before the earlier tasks' work is redone), and those the reads from the task's first step on
-    show as the task began (``at_task``: written after it), where they differ."""
-    at_start = shown_from(steps)
-    at_task = shown_from((s for s in steps if s.seq >= first_seq), at_task=True)
-    same = {(s.path, s.text) for s in at_start}
-    return (*at_start, *(s for s in at_task if (s.path, s.text) not in same))
+def shown_for_task(session: SessionReads, first_seq: int, prior: Iterable[int] = ()) -> tuple[Shown, ...]:
+    """What the session's reads show of a task's start and of the earlier work redone to make it:
+    the files as the session began (``before`` -1), before each of the earlier tasks' steps (their
+    seqs: ``prior``), and as the task began (``before`` its ``first_seq``), each where it was not
+    known with the same text at the point before — read after the last step that may have changed
+    the file (a patch, a script, ``npx expo install``) and before the next one."""
+    out: list[Shown] = []
+    before: dict[str, str] = {}
+    for point in (-1, *sorted(set(prior)), first_seq):
+        now = {s.path: s for s in session.at(point)}
+        out += [s for path, s in now.items() if before.get(path) != s.text]
+        before = {path: s.text for path, s in now.items()}
+    return tuple(out)

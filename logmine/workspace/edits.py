@@ -215,16 +215,19 @@ def patch_command(ops: Sequence[FileOp]) -> str:
 
 
 def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, backend: str = "bwrap",
-                 limits: Limits = Limits(), live: Path | None = None,
-                 untracked: frozenset[str] = frozenset()) -> tuple[list[str], list[FailedEdit]]:
+                 limits: Limits = Limits(), live: Path | None = None, untracked: frozenset[str] = frozenset(),
+                 restore: Callable[[int, Path], object] | None = None) -> tuple[list[str], list[FailedEdit]]:
     """Redo the earlier tasks' ``prior`` work on ``tree`` (the repository root, at its start commit);
     returns notes and the editing commands that failed at replay. Raises
     :class:`StartDiffered` when a patch fails on a file nothing earlier touched (or on one missing that
     was ``untracked`` at the session's start), :class:`NotRebuilt` when one fails after earlier work
-    touched it."""
+    touched it. ``restore(seq, tree)`` runs before each step: it writes the files the session's reads
+    showed as they were before that step (:class:`logmine.workspace.shown.ShownFiles`)."""
+    restore = restore or (lambda seq, where: None)
     if not any(a.kind == "command" for a in prior):
         touched: set[str] = set()
         for action in prior:
+            restore(action.seq, tree)
             ops = _rooted(action, cwd, root)
             try:
                 apply_patch(ops, tree)
@@ -233,11 +236,12 @@ def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, ba
                 raise NotRebuilt(f"an earlier task's patch does not apply (at seq {action.seq}): {exc}") from exc
             touched |= {p for op in ops for p in (op.path, op.move_to) if p}
         return [], []
-    return _redo_in_sandbox(prior, tree, root, cwd, backend, limits, live, untracked)
+    return _redo_in_sandbox(prior, tree, root, cwd, backend, limits, live, untracked, restore)
 
 
-def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, backend: str,
-                     limits: Limits, live: Path | None, untracked: frozenset[str]) -> tuple[list[str], list[FailedEdit]]:
+def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, backend: str, limits: Limits,
+                     live: Path | None, untracked: frozenset[str],
+                     restore: Callable[[int, Path], object]) -> tuple[list[str], list[FailedEdit]]:
     """Replay patches and editing commands in order in a sandbox over a copy of ``tree``, then make
     ``tree`` what the replay left. With bwrap the commands find the tools they name (``python``,
     ``perl``, a formatter) as the user's shell did (:func:`logmine.environment.host.host_environment`)."""
@@ -249,6 +253,7 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
             raise NotRebuilt(f"earlier tasks edited files by shell; replaying them needs bwrap here ({reason})")
     with _replaying(prior, tree, root, limits, live) as (box, steps):
         for _, action in steps:
+            restore(action.seq, Path(box.workspace))
             if action.kind == "patch":
                 ops = _rooted(action, cwd, root)
                 result = box.run(patch_command(ops), cwd=root)

@@ -2,9 +2,10 @@
 
 The commit a session recorded is not always the tree the author had: uncommitted work left a file
 older, or missing. Where the session's reads showed such a file whole before anything changed it
-(:mod:`logmine.segment.shown`), that text is the author's, and :func:`write_shown` puts it into the
-rebuilt tree — those of the session's start before the earlier tasks' work is redone, those of the
-task's start after. A file whose text already matches (compared as the store holds text: redacted)
+(:mod:`logmine.segment.shown`), that text is the author's, and :class:`ShownFiles` puts it into the
+rebuilt tree: the files of the session's start before the earlier tasks' work is redone, those known
+before one of its steps just before that step (a command that could not be replayed here, such as
+``npx expo install`` without a network, left the file otherwise), those of the task's start after. A file whose text already matches (compared as the store holds text: redacted)
 is left as the commit has it, byte for byte; so is one outside the repository, an agent's own file
 (``.codex/``), a credential file, a file the repository ignores (``node_modules/``, ``.env``, build
 output: never part of a start), a link, or a file that is not UTF-8.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterable
 from pathlib import Path
 
 from logmine.patch import within
@@ -21,7 +23,7 @@ from logmine.redact import Mask, Redactor
 from logmine.redact.paths import credential_path
 from logmine.segment.records import Shown
 
-__all__ = ["agent_home", "shown_note", "write_shown"]
+__all__ = ["ShownFiles", "agent_home", "write_shown"]
 
 
 def agent_home(path: str) -> bool:
@@ -53,15 +55,13 @@ def _ignored(live: Path | None, paths: list[str]) -> set[str]:
     return set(done.stdout.split("\0")) - {""} if done.returncode in (0, 1) else set()
 
 
-def write_shown(shown: tuple[Shown, ...], tree: Path, root: str, *, at_task: bool, mask: Mask,
-                live: Path | None = None) -> list[str]:
-    """Write the files of ``shown`` (those ``at_task``, or those of the session's start) that lie in
-    ``root`` and whose text ``tree`` does not hold; returns their root-relative paths. ``live``: the
-    repository, whose ignore rules leave files out."""
+def write_shown(shown: Iterable[Shown], tree: Path, root: str, *, mask: Mask, live: Path | None = None) -> list[str]:
+    """Write the files of ``shown`` that lie in ``root`` and whose text ``tree`` does not hold;
+    returns their root-relative paths. ``live``: the repository, whose ignore rules leave files out."""
     redactor = Redactor(mask=mask)
     wanted: dict[str, str] = {}
     for item in shown:
-        rel = os.path.relpath(item.path, root) if item.at_task == at_task and within(item.path, root) else ".."
+        rel = os.path.relpath(item.path, root) if within(item.path, root) else ".."
         if rel.startswith("..") or rel == "." or agent_home(rel) or credential_path(rel):
             continue
         target = tree / rel
@@ -77,7 +77,39 @@ def write_shown(shown: tuple[Shown, ...], tree: Path, root: str, *, at_task: boo
     return written
 
 
-def shown_note(written: list[str], at_task: bool) -> list[str]:
-    when = "the task" if at_task else "the session"
-    return [f"{len(written)} file(s) differed from the commit as {when} began, written as the session's reads "
-            f"showed them: " + ", ".join(written[:3])] if written else []
+_WHEN = {"start": "differed from the commit as the session began", "replay": "differed during the earlier "
+         "tasks' replay", "task": "differed as the task began"}
+
+
+class ShownFiles:
+    """A task's files as the session's reads showed them (:func:`logmine.segment.shown.shown_for_task`),
+    written into a tree as its rebuild reaches each point: :meth:`write` before the step ``before``
+    names (-1: right after the export), :meth:`write_after` once the earlier work is redone."""
+
+    def __init__(self, shown: tuple[Shown, ...], root: str, mask: Mask, live: Path | None):
+        self.shown, self.root, self.mask, self.live = shown, root, mask, live
+        self.done: set[int] = set()
+        self.written: dict[str, list[str]] = {"start": [], "replay": [], "task": []}
+
+    def write(self, before: int, tree: Path) -> None:
+        self.done.add(before)
+        items = [s for s in self.shown if s.before == before]
+        self.written["start" if before == -1 else "replay"] += write_shown(items, tree, self.root, mask=self.mask,
+                                                                           live=self.live)
+
+    def write_after(self, last: int, tree: Path) -> None:
+        """Write the files as the task began: those known after ``last``, the earlier work's last step."""
+        items = [s for s in self.shown if s.before > last]
+        self.written["task"] += write_shown(items, tree, self.root, mask=self.mask, live=self.live)
+
+    def forget(self) -> None:
+        """The tree was exported again (a later commit): what was written is gone."""
+        self.written = {when: [] for when in self.written}
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for paths in self.written.values() for p in paths))
+
+    def notes(self) -> list[str]:
+        return [f"{len(set(paths))} file(s) {_WHEN[when]}, written as the session's reads showed them: "
+                + ", ".join(list(dict.fromkeys(paths))[:3]) for when, paths in self.written.items() if paths]

@@ -37,7 +37,7 @@ from logmine.workspace.edits import (
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
-from logmine.workspace.shown import agent_home, shown_note, write_shown
+from logmine.workspace.shown import ShownFiles, agent_home
 from logmine.workspace.untracked import carried_note, carry_untracked
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "rebuild_task", "within"]
@@ -202,31 +202,33 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
         commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried)
         notes += exported
-    written = write_shown(shown, dest, root, at_task=False, mask=mask, live=live) if method != "ghost_snapshot" else []
+    showing = ShownFiles(shown if method != "ghost_snapshot" else (), root, mask, live)
+    showing.write(-1, dest)
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
         if any(a.kind == "command" for a in prior):
             _snapshot(dest, branch)  # replayed git commands (git mv, git checkout) expect one
         try:
             redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
-                                          untracked=frozenset(recipe.untracked))
+                                          untracked=frozenset(recipe.untracked), restore=showing.write)
             notes += redone
         except NotRebuilt as exc:
             unreplayed = exc
+    last = max((a.seq for a in prior), default=-1)
+    showing.write_after(last, dest)
     if method in ("git_commit+patches", "dated_commit"):
-        later = _start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask)
+        later = _start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
+                             showing.paths)
         if later is not None:
-            method, failed, unreplayed, notes, made, written = "later_commit", [], None, later, (), []
+            method, failed, unreplayed, notes, made = "later_commit", [], None, later, ()
+            showing.forget()
+            showing.write_after(last, dest)
     if unreplayed is not None:
         raise unreplayed
-    notes += shown_note(written, False)
-    if method != "ghost_snapshot":
-        written_then = write_shown(shown, dest, root, at_task=True, mask=mask, live=live)
-        notes, written = notes + shown_note(written_then, True), written + written_then
+    notes += showing.notes()
     notes += _missing_untracked(recipe, dest)
     _snapshot(dest, recipe.repo.git_branch)
-    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made,
-                       tuple(dict.fromkeys(written)))
+    return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made, showing.paths)
 
 
 def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str, n_prior: int, mask: Mask,
@@ -328,10 +330,12 @@ def _links_note(links: list[str]) -> list[str]:
 
 
 def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...], dest: Path,
-                 unreplayed: NotRebuilt | None, failed: list[FailedEdit], mask: Mask = PLACEHOLDERS) -> list[str] | None:
+                 unreplayed: NotRebuilt | None, failed: list[FailedEdit], mask: Mask = PLACEHOLDERS,
+                 shown: tuple[str, ...] = ()) -> list[str] | None:
     """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
     work did not replay (``unreplayed``), or one of the task's ``ops`` fails on a file nothing replayed
-    changed — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
+    changed, or on one written as the session's reads showed it (``shown``: a step between the read
+    and the task changed it, and the log does not show how) — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
     else None, ``dest`` untouched."""
     path = failing_path(ops, dest) if unreplayed is None and ops else None
     evidence = unreplayed
@@ -341,6 +345,8 @@ def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[F
                               f"({', '.join(blamed[:3])})")
     elif path and _unchanged(live, commit, dest, path, mask):
         evidence = StartDiffered(path)
+    elif path and path in shown:  # written as the session's reads showed it, and the task's patch still fails
+        evidence = NotRebuilt(f"a patch of {path} does not apply to it as the session's reads showed it")
     later = _later_commit(live, commit, started, ops, mask) if evidence else None
     if later is None:
         return None

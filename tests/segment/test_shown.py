@@ -3,7 +3,7 @@ that make a read stale."""
 
 from __future__ import annotations
 
-from logmine.segment.shown import SessionStep, parse_read, shown_for_task, shown_from
+from logmine.segment.shown import SessionReads, SessionStep, parse_read, shown_for_task, shown_from
 
 CWD = "/home/u/proj"
 TEXT = "".join(f"line {i}\n" for i in range(1, 301))
@@ -49,6 +49,12 @@ def test_a_cut_plain_output_never_makes_a_whole_file():
     assert _text([_read(1, "cat f.txt", _lines(1, 10) + "…1200 tokens truncated…" + _lines(250, 300))]) == {}
 
 
+def test_plain_lines_after_a_cut_stand_where_the_mark_says_the_output_ended():
+    cut = _lines(1, 128) + "[... omitted 44 of 300 lines ...]\n\n" + _lines(173, 300)
+    middle = _read(2, "sed -n '120,180p' f.txt", _lines(120, 180))
+    assert _text([_read(1, "cat f.txt", cut), middle]) == {f"{CWD}/f.txt": TEXT}
+
+
 def test_reads_that_are_not_one_whole_file_read_give_nothing():
     for command in ("cat a.txt b.txt", "grep -n x f.txt", "sed -n '1,20p' f.txt && cat g.txt", "cat f.txt > g.txt",
                     "cat $HOME/f.txt", "sed -i 's/a/b/' f.txt", "cat *.txt", "head -c 100 f.txt"):
@@ -81,7 +87,25 @@ def test_a_patch_or_a_command_that_may_change_a_file_ends_what_later_reads_show_
 
 def test_a_task_gets_the_session_start_and_what_its_own_reads_show_after_earlier_scripts():
     steps = [_read(1, "cat a.txt", "a0\n"), _read(2, "./setup.sh", ""), _read(10, "cat b.txt", "b1\n")]
-    shown = shown_for_task(tuple(steps), first_seq=5)
-    assert [(s.path.rsplit("/", 1)[1], s.text, s.at_task) for s in shown] == [("a.txt", "a0\n", False),
-                                                                              ("b.txt", "b1\n", True)]
-    assert [s.at_task for s in shown_for_task(tuple(steps), first_seq=1)] == [False]  # the script ran in the task
+    shown = shown_for_task(SessionReads(steps), first_seq=5)
+    assert [(s.path.rsplit("/", 1)[1], s.text, s.before) for s in shown] == [("a.txt", "a0\n", -1),
+                                                                             ("b.txt", "b1\n", 5)]
+    assert [s.before for s in shown_for_task(SessionReads(steps), first_seq=1)] == [-1]  # the script ran in the task
+
+
+def test_a_read_after_an_earlier_tasks_script_shows_a_later_tasks_start_unless_changed_since():
+    steps = [_read(1, "npx expo install expo-camera", ""), _read(2, "cat package.json", "{}\n"),
+             _read(3, "cat app.json", "{}\n"), SessionStep(4, patched=(f"{CWD}/app.json",))]
+    shown = shown_for_task(SessionReads(steps), first_seq=10)
+    assert [(s.path.rsplit("/", 1)[1], s.before) for s in shown] == [("package.json", 10)]
+    # before an earlier task's step after the read (a patch of another file at 6), and not again at the task
+    shown = shown_for_task(SessionReads([*steps, SessionStep(6, patched=(f"{CWD}/b.txt",))]), 10, prior=[6])
+    assert [(s.path.rsplit("/", 1)[1], s.before) for s in shown] == [("package.json", 6)]
+
+
+def test_a_read_after_an_earlier_patch_shows_the_task_start_when_nothing_changed_the_file_since():
+    patched = SessionStep(2, patched=(f"{CWD}/f.txt",))
+    after = [patched, _read(3, "cat f.txt", "patched\n")]
+    assert [(s.text, s.before) for s in shown_for_task(SessionReads(after), first_seq=10)] == [("patched\n", 10)]
+    again = [*after, SessionStep(5, patched=(f"{CWD}/f.txt",))]
+    assert shown_for_task(SessionReads(again), first_seq=10) == ()

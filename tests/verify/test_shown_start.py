@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 from calc_repo import CALC, TESTS, calc_repo
+from calc_repo import FIX as FIX_CLEAN
 from conftest import query
 from session_builder import SessionBuilder, segmented
 
@@ -54,3 +55,28 @@ def test_without_a_whole_read_the_start_still_differed(tmp_path, monkeypatch, re
     _, row = _verified(tmp_path, read)
     assert row["status"] == "not_rebuilt", row
     assert row["status_reason"].startswith("start tree differed from commit (first mismatch: calc.py"), row
+
+
+def test_a_file_a_command_made_that_does_not_replay_here_is_written_before_the_next_step(tmp_path, monkeypatch):
+    """An earlier task ran the author's generator (not in the repository: it fails at replay), read
+    what it made, and patched it. Before that patch is redone the file is written as the read showed
+    it, so the patch applies and the next task is rebuilt and validated; without the read it is not."""
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    made = "def helper():\n    return 1\n"
+    edit = "*** Begin Patch\n*** Update File: helper.py\n@@\n def helper():\n-    return 1\n+    return 2\n*** End Patch\n"
+    rows = {}
+    for read in (True, False):
+        repo = tmp_path / str(read) / "home" / "u" / "calc"
+        commit = calc_repo(repo)
+        session = SessionBuilder(cwd=str(repo), commit=commit).user("generate the helper").run("./tools/gen.sh", 0)
+        if read:
+            session.run("cat helper.py", 0, made)
+        session.patch(edit).agent("Done.").user("add is wrong").run(TESTS, 1).patch(FIX_CLEAN).run(TESTS, 0)
+        store, _ = segmented(tmp_path / str(read), session.agent("Fixed."))
+        verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
+        (rows[read],) = query(store, "SELECT status, status_reason FROM verifiers v JOIN tasks t USING (task_id) "
+                                     "WHERE t.index = 1 AND kind = 'test_command'")
+    assert rows[True]["status"] == "validated", rows[True]
+    assert "differed during the earlier tasks' replay, written as the session's reads showed them: helper.py" \
+        in rows[True]["status_reason"], rows[True]
+    assert rows[False]["status"] == "not_rebuilt", rows[False]
