@@ -5,7 +5,9 @@ older version of it, and the task's first patch of that file fails on the commit
 agents read a file before they edit it — ``cat F``, ``sed -n '1,200p' F`` then ``sed -n '200,400p'
 F``, ``nl -ba F | sed -n '1,120p'`` — and the tool's output is in the log. When those reads cover the
 whole file (the last one reached its end) and came before any patch of it or any command that may
-have changed it, they show the file as it was when the session began. :func:`shown_at_start` gathers
+have changed it, they show the file as it was when the session began. Only commands known to read
+(``cat``, ``rg``, ``git status``), test runs and checks leave every file as it was; an edit naming its
+files (``sed -i F``, ``cat > F``) changes those; any other command may have changed any file. :func:`shown_at_start` gathers
 them; the rebuild writes each file whose text differs from the commit's
 (:mod:`logmine.workspace.start`), and the task's own patches still decide whether that start is the
 author's.
@@ -27,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from logmine.ingest.records import Event
-from logmine.segment.commands import packaged_classifier, unwrap
+from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.records import Shown
 from logmine.store import Store, fetch_dicts
 
@@ -42,6 +44,16 @@ _RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 _TARGETED = {"sed", "perl", "mv", "cp", "rm", "touch", "truncate", "install", "ln", "mkdir", "rmdir", "chmod",
              "tee", "cat", "echo", "printf", "patch"}
 _FORMATTER = re.compile(r"(?:^|\s)(?:--write|--fix)\b|\b(?:fmt|black|prettier|gofmt|rustfmt|ruff format|biome format)\b")
+# Commands that read files and write none a start holds (build and check tools write ignored output).
+_READ_ONLY = re.compile(
+    r"(?:\S*/)?(?:cat|head|tail|sed|nl|wc|rg|grep|egrep|ls|find|fd|tree|stat|file|du|df|diff|cmp|sort|uniq|cut|tr|"
+    r"awk|jq|yq|echo|printf|pwd|date|which|type|command|basename|dirname|realpath|readlink|env|printenv|uname|"
+    r"whoami|id|sleep|true|false|test|\[|:|apply_patch|applypatch|gh|pg_isready|ps|pgrep|lsof|tsc|eslint|mypy|"
+    r"pyright|ruff\s+check|cargo\s+(?:check|clippy|build|metadata|tree)|go\s+(?:vet|build|list)|"
+    r"git\s+(?:status|diff|log|show|branch|rev-parse|ls-files|grep|blame|remote|config|fetch|add|commit|push|tag|"
+    r"describe|shortlog|worktree\s+list)|(?:npm|pnpm|yarn|bun)\s+(?:ls|list|view|info|outdated|why|config\s+get|"
+    r"(?:run\s+)?(?:lint|type-?check|typecheck|check|build|tsc))|pip[0-9.]*\s+(?:list|show|freeze)|"
+    r"(?:python[0-9.]*|node)\s+--version)(?:\s|$)")
 # Commands that rewrite manifests or lock files beyond what the pipeline counts as edits.
 _MANIFESTS = re.compile(r"\b(?:npx\s+expo\s+install|(?:uv|poetry|cargo|bun)\s+(?:add|remove|lock|sync)|"
                         r"go\s+(?:get|mod\s+tidy)|(?:npm|pnpm|yarn)\s+(?:i|ci|up|update|uninstall|dedupe)\b)")
@@ -229,15 +241,20 @@ class _File:
 
 
 def _edits(command: str) -> tuple[bool, bool]:
-    """(may it change files, may it change any file): a command that may edit files and whose
-    targets its words name (``sed -i``, ``mv``, ``cat > F``) changes only the files it names."""
+    """(may it change files, may it change any file). A command that only reads (:data:`_READ_ONLY`)
+    or runs tests changes none; one that may edit files and whose targets its words name (``sed -i``,
+    ``mv``, ``cat > F``) changes those; any other command — a project script, a generator, a dev
+    server, ``node -e`` — may have changed any file."""
     classifier = packaged_classifier()
     if _FORMATTER.search(command) or _MANIFESTS.search(command):
         return True, True
-    if classifier.is_test(command) or not classifier.edits_files(command):
+    if "*** Begin Patch" in command:  # apply_patch through the shell: its patch events say what it changed
         return False, False
-    words = unwrap(command).command.split()
-    return True, not words or os.path.basename(words[0]) not in _TARGETED or "*" in command
+    if classifier.edits_files(command) and not classifier.is_test(command):
+        words = unwrap(command).command.split()
+        return True, not words or os.path.basename(words[0]) not in _TARGETED or "*" in command
+    reads = all(_READ_ONLY.match(part) or classifier.is_test_run(part) for part in executed(command))
+    return (False, False) if reads else (True, True)
 
 
 @dataclass(frozen=True, slots=True)
