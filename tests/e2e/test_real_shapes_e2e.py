@@ -1,6 +1,6 @@
 """End to end: shapes of real sessions, made by the real Codex CLI, verified as real sessions need.
 
-Two scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``), each run with every CLI
+Three scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``), each run with every CLI
 generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.0: ``shell``, and
 ``apply_patch`` through it), then ingested, segmented and verified with bwrap:
 
@@ -12,7 +12,9 @@ generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.
   (``cd lib && PYTHONPATH=src python3 -m unittest discover -s tests -q``) fails before that patch and
   passes after: ``validated``, the earlier shell edit replayed to rebuild its start;
 * ``dirty_start``: ``calc.py`` modified but not committed before the CLI ran, the session's first
-  patch matching only the modified text: every candidate ``not_rebuilt``, the start tree differed.
+  patch matching only the modified text: every candidate ``not_rebuilt``, the start tree differed;
+* ``dirty_start_read``: the same, but the agent read ``calc.py`` whole (``cat calc.py``) before its
+  first patch: the rebuild writes it as the CLI's output showed it, and both tasks validate.
 
 Skips: no Codex CLI (``.ci/install-codex.sh``), no ``node``/``git``/``bwrap``.
 """
@@ -36,7 +38,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None,
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("0.171.0", "0.45.0")
-SCENARIOS = ("real_shapes", "dirty_start")
+SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read")
 PKG_TEST = "cd pkg && python3 -m unittest -q"
 LIB_TEST = "cd lib && PYTHONPATH=src python3 -m unittest discover -s tests -q"
 SHELL_EDITED = "lib/src/units.py"
@@ -99,7 +101,7 @@ def _generate(name: str, version: str, workdir: Path) -> Verified:
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not on PATH")
     scenario, files, _ = drv.load_scenario(name, {})
-    prepare = _write_over(_uncommitted(name)) if name == "dirty_start" else None
+    prepare = _write_over(_uncommitted(name)) if name.startswith("dirty_start") else None
     run = drv.run_scenario(binary, scenario, files, workdir, turn_timeout_s=240, prepare=prepare)
     gen = Verified(name, version, run, workdir / "store")
     if not run.ok or len(run.turns) != len(scenario["turns"]) or not run.session_files:
@@ -135,6 +137,11 @@ def shapes(version, tmp_path_factory) -> Verified:
 @pytest.fixture(scope="module")
 def dirty(version, tmp_path_factory) -> Verified:
     return generated("dirty_start", version, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def dirty_read(version, tmp_path_factory) -> Verified:
+    return generated("dirty_start_read", version, tmp_path_factory)
 
 
 def _tasks(store: Path) -> list[dict]:
@@ -227,3 +234,14 @@ def test_every_candidate_of_a_dirty_start_session_is_not_rebuilt(dirty):
     expected = f"start tree differed from commit (first mismatch: {DIRTY_FILE})"
     for row in rows:  # ... and none is validated
         assert (row["status"], row["status_reason"]) == ("not_rebuilt", expected), row
+
+
+def test_a_dirty_start_the_session_read_whole_is_written_as_the_cli_showed_it_and_validates(dirty_read):
+    assert "return 2 * (width + height)" in (dirty_read.run.repo / DIRTY_FILE).read_text(), dirty_read.context()
+    tests = [r for r in _candidates(dirty_read.store) if r["kind"] == "test_command"]
+    assert len(tests) == 2, tests
+    written = ("1 file(s) differed from the commit as the session began, written as the session's reads showed "
+               f"them: {DIRTY_FILE}")
+    for row in tests:
+        assert row["status"] == "validated", (row, dirty_read.context())
+        assert written in row["status_reason"], row
