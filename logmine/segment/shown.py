@@ -291,6 +291,7 @@ class SessionReads:
                 self.reads.setdefault(read.path, []).append((step.seq, read))
         changers = [s for s in steps if s.every or s.patched or s.named]
         self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in self.reads}
+        self._texts: dict[tuple[str, float, float], tuple[str | None, int]] = {}  # one text per window, shared
 
     def at(self, seq: int) -> tuple[Shown, ...]:
         """The files as they were when the step ``seq`` began, where reads show them whole: the reads
@@ -301,12 +302,15 @@ class SessionReads:
             changes = self.changes[path]
             i = bisect.bisect_left(changes, seq)
             low, high = changes[i - 1] if i else -1, changes[i] if i < len(changes) else float("inf")
-            file = _File()
-            for when, read in reads:
-                if low < when < high:
-                    file.add(read, when)
-            if (text := file.text()) is not None:
-                shown.append(Shown(path, text, file.seq, seq))
+            if (path, low, high) not in self._texts:
+                file = _File()
+                for when, read in reads:
+                    if low < when < high:
+                        file.add(read, when)
+                self._texts[path, low, high] = (file.text(), file.seq)
+            text, last = self._texts[path, low, high]
+            if text is not None:
+                shown.append(Shown(path, text, last, seq))
         return tuple(sorted(shown, key=lambda s: (s.seq, s.path)))
 
 
