@@ -102,7 +102,7 @@ def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict
     (:func:`logmine.segment.shown.shown_for_task`)."""
     chain = earlier_edits(store, item.task, cache, calls_by_file)
     carried = carried_patches(store, item.task, cache, calls_by_file)
-    key = ("steps", item.task.source_path)
+    key = ("reads", item.task.source_path)
     if key not in cache:
         cache[key] = session_reads(store, item.task.source_path, item.task.start_state.repo.cwd)
     shown = shown_for_task(cache[key], item.task.first_seq, (a.seq for a in item.prior))

@@ -4,19 +4,19 @@ An author often starts a session from uncommitted work: the recorded commit lack
 older version of it, and the task's first patch of that file fails on the commit (a dirty start). Yet
 agents read a file before they edit it — ``cat F``, ``sed -n '1,200p' F`` then ``sed -n '200,400p'
 F``, ``nl -ba F | sed -n '1,120p'`` — and the tool's output is in the log. When those reads cover the
-whole file (the last one reached its end) and came before any patch of it or any command that may
-have changed it, they show the file as it was when the session began. Only commands known to read
-(``cat``, ``rg``, ``git status``), test runs and checks leave every file as it was; an edit naming its
-files (``sed -i F``, ``cat > F``) changes those; any other command may have changed any file. :func:`shown_at_start` gathers
-them; the rebuild writes each file whose text differs from the commit's
-(:mod:`logmine.workspace.start`), and the task's own patches still decide whether that start is the
-author's.
+whole file (the last one reached its end) and nothing between them may have changed it, they show the
+file as it was at that point of the session. :class:`SessionReads` gathers a session's reads and says
+what they show at any point; :func:`shown_for_task` gives a task the files as its session began,
+before each of the earlier tasks' steps, and as the task began. The rebuild writes each file whose
+text differs from the tree's (:mod:`logmine.workspace.shown`), and the task's own patches still decide
+whether that start is the author's.
 
 Read whole or not at all: an output the CLI cut (``[... omitted N of M lines ...]``, ``…N tokens
-truncated…``) gives only the lines it kept, reads that disagree on a line give nothing, and a file
-whose end no read reached is left out. A command that may edit files stops every file it may have
-touched: one naming the file, or one whose targets cannot be told (a script, an interpreter, git,
-a package manager, a formatter).
+truncated…``) gives only the whole lines it kept, reads that disagree on a line give nothing, and a
+file whose end no read reached is left out. Only commands known to read (``cat``, ``rg``, ``git
+status``), test runs and checks leave every file as it was; an edit naming its files (``sed -i F``,
+``cat > F``) may change those; any other command (a script, an interpreter, a package manager, a
+formatter) may have changed any file.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.records import Shown
 from logmine.store import Store, fetch_dicts
 
-__all__ = ["Read", "SessionReads", "SessionStep", "parse_read", "session_reads", "shown_for_task", "shown_from"]
+__all__ = ["Read", "SessionReads", "SessionStep", "parse_read", "session_reads", "shown_for_task"]
 
 # The CLI's marks of a cut output, and the header of an output it may have cut.
 _CUT = re.compile(r"\n?\[\.\.\. omitted \d+ of (?P<total>\d+) lines \.\.\.\]\n?|…\d+ tokens truncated…")
@@ -312,12 +312,6 @@ class SessionReads:
             if text is not None:
                 shown.append(Shown(path, text, last, seq))
         return tuple(sorted(shown, key=lambda s: (s.seq, s.path)))
-
-
-def shown_from(steps: Iterable[SessionStep]) -> tuple[Shown, ...]:
-    """The files ``steps``' reads showed whole before any step may have changed them (see the
-    module's docstring): their text as the first of ``steps`` began, in the order their last read came."""
-    return SessionReads(steps).at(-1)
 
 
 # Outputs are read only for the commands that may be reads; patches come from their events.

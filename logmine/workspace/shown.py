@@ -5,8 +5,9 @@ older, or missing. Where the session's reads showed such a file whole before any
 (:mod:`logmine.segment.shown`), that text is the author's, and :class:`ShownFiles` puts it into the
 rebuilt tree: the files of the session's start before the earlier tasks' work is redone, those known
 before one of its steps just before that step (a command that could not be replayed here, such as
-``npx expo install`` without a network, left the file otherwise), those of the task's start after. A file whose text already matches (compared as the store holds text: redacted)
-is left as the commit has it, byte for byte; so is one outside the repository, an agent's own file
+``npx expo install`` without a network, left the file otherwise), those of the task's start after.
+A file whose text already matches (compared as the store holds text: redacted) is left as the
+commit has it, byte for byte; so is one outside the repository, an agent's own file
 (``.codex/``), a credential file, a file the repository ignores (``node_modules/``, ``.env``, build
 output: never part of a start), a link, or a file that is not UTF-8.
 """
@@ -88,11 +89,9 @@ class ShownFiles:
 
     def __init__(self, shown: tuple[Shown, ...], root: str, mask: Mask, live: Path | None):
         self.shown, self.root, self.mask, self.live = shown, root, mask, live
-        self.done: set[int] = set()
         self.written: dict[str, list[str]] = {"start": [], "replay": [], "task": []}
 
     def write(self, before: int, tree: Path) -> None:
-        self.done.add(before)
         items = [s for s in self.shown if s.before == before]
         self.written["start" if before == -1 else "replay"] += write_shown(items, tree, self.root, mask=self.mask,
                                                                            live=self.live)

@@ -335,8 +335,8 @@ def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[F
     """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
     work did not replay (``unreplayed``), or one of the task's ``ops`` fails on a file nothing replayed
     changed, or on one written as the session's reads showed it (``shown``: a step between the read
-    and the task changed it, and the log does not show how) — export the commit :func:`_later_commit` finds into ``dest`` instead and return its notes;
-    else None, ``dest`` untouched."""
+    and the task changed it, and the log does not show how) — export the commit
+    :func:`_later_commit` finds into ``dest`` instead and return its notes; else None, ``dest`` untouched."""
     path = failing_path(ops, dest) if unreplayed is None and ops else None
     evidence = unreplayed
     blamed = [str(f) for f in failed if path and f.may_have_made(path)]

@@ -3,7 +3,7 @@ that make a read stale."""
 
 from __future__ import annotations
 
-from logmine.segment.shown import SessionReads, SessionStep, parse_read, shown_for_task, shown_from
+from logmine.segment.shown import SessionReads, SessionStep, parse_read, shown_for_task
 
 CWD = "/home/u/proj"
 TEXT = "".join(f"line {i}\n" for i in range(1, 301))
@@ -18,7 +18,7 @@ def _read(seq: int, command: str, output: str, exit_code: int = 0) -> SessionSte
 
 
 def _text(steps: list[SessionStep]) -> dict[str, str]:
-    return {s.path: s.text for s in shown_from(steps)}
+    return {s.path: s.text for s in SessionReads(steps).at(-1)}  # as the session began
 
 
 def test_cat_shows_the_whole_file_relative_to_where_it_ran():
