@@ -285,12 +285,15 @@ class Chain:
 @dataclass(frozen=True, slots=True)
 class Shown:
     """A file as the session's reads showed it whole before anything changed it: its text when the
-    session began (:mod:`logmine.segment.shown`)."""
+    session began (:mod:`logmine.segment.shown`), or the ``git diff`` hunks that make it from a blob of
+    the repository (``base``), the text checked to be blob ``after``."""
 
     path: str  # absolute: the path the reading command named, joined to the directory it ran in
     text: str
     seq: int  # the read that completed it
     before: int = -1  # the step (seq) before which the file held this text; -1: as the session began
+    base: str = ""  # set when a ``git diff`` showed it: the blob id ``text`` (the hunks) applies to
+    after: str = ""  # … and the blob id of the result (:mod:`logmine.segment.gitdiff`); ``path``: the diff's
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
+from logmine.segment.gitdiff import Diffed, parse_diff
 from logmine.segment.records import Shown
 from logmine.store import Store, fetch_dicts
 
@@ -266,12 +267,15 @@ class SessionStep:
     patched: tuple[str, ...] = ()  # the paths a patch wrote (absolute)
     named: str | None = None  # a command that may change the files its text names: that text
     every: bool = False  # a command that may have changed any file
+    diffs: tuple[Diffed, ...] = ()  # what a ``git diff`` showed (paths relative to the repository's top)
 
     @classmethod
     def command(cls, seq: int, command: str, where: str, exit_code: int | None, output: str | None) -> SessionStep:
-        reads = tuple(parse_read(command, output, where)) if exit_code == 0 and output is not None else ()
+        shows = exit_code == 0 and output is not None
+        reads = tuple(parse_read(command, output, where)) if shows else ()
+        diffs = tuple(parse_diff(command, output)) if shows and not reads else ()
         edits, every = _edits(command)
-        return cls(seq, reads, named=command if edits and not every else None, every=every)
+        return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs)
 
     def may_change(self, path: str) -> bool:
         base = os.path.basename(path)
@@ -286,11 +290,14 @@ class SessionReads:
     def __init__(self, steps: Iterable[SessionStep]):
         steps = tuple(steps)
         self.reads: dict[str, list[tuple[int, Read]]] = {}
+        self.diffs: dict[str, list[tuple[int, Diffed]]] = {}
         for step in steps:
             for read in step.reads:
                 self.reads.setdefault(read.path, []).append((step.seq, read))
+            for diff in step.diffs:
+                self.diffs.setdefault(diff.path, []).append((step.seq, diff))
         changers = [s for s in steps if s.every or s.patched or s.named]
-        self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in self.reads}
+        self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in {*self.reads, *self.diffs}}
         self._texts: dict[tuple[str, float, float], tuple[str | None, int]] = {}  # one text per window, shared
 
     def at(self, seq: int) -> tuple[Shown, ...]:
@@ -299,9 +306,7 @@ class SessionReads:
         one from ``seq`` on (``-1``: as the session began), in the order their last read came."""
         shown = []
         for path, reads in self.reads.items():
-            changes = self.changes[path]
-            i = bisect.bisect_left(changes, seq)
-            low, high = changes[i - 1] if i else -1, changes[i] if i < len(changes) else float("inf")
+            low, high = self._window(path, seq)
             if (path, low, high) not in self._texts:
                 file = _File()
                 for when, read in reads:
@@ -311,13 +316,25 @@ class SessionReads:
             text, last = self._texts[path, low, high]
             if text is not None:
                 shown.append(Shown(path, text, last, seq))
+        for path, diffs in self.diffs.items():  # the writer prefers a read of the same file
+            window = self._window(path, seq)
+            if seen := [(when, diff) for when, diff in diffs if window[0] < when < window[1]]:
+                when, diff = seen[-1]
+                shown.append(Shown(path, diff.hunks, when, seq, base=diff.base, after=diff.after))
         return tuple(sorted(shown, key=lambda s: (s.seq, s.path)))
+
+    def _window(self, path: str, seq: int) -> tuple[float, float]:
+        """The steps that may have changed ``path`` last before ``seq`` (-1: none) and first from it on."""
+        changes = self.changes[path]
+        i = bisect.bisect_left(changes, seq)
+        return changes[i - 1] if i else -1, changes[i] if i < len(changes) else float("inf")
 
 
 # Outputs are read only for the commands that may be reads; patches come from their events.
 _COMMANDS_SQL = r"""
 SELECT seq, command, workdir, exit_code,
-       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s') THEN output END AS output
+       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|\bgit\s.*\bdiff\b') THEN output END
+         AS output
 FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
 """
 _PATCHES_SQL = "SELECT * FROM events WHERE source_path = ? AND kind = 'patch' ORDER BY seq"
@@ -338,7 +355,7 @@ def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionRea
     for row in fetch_dicts(store.con.execute(_COMMANDS_SQL, [source_path])):
         step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, row["workdir"] or "."),
                                    row["exit_code"], row["output"])
-        if step.reads or step.named or step.every:
+        if step.reads or step.diffs or step.named or step.every:
             steps.append(step)
     return SessionReads(sorted(steps, key=lambda s: s.seq))
 
@@ -350,9 +367,9 @@ def shown_for_task(session: SessionReads, first_seq: int, prior: Iterable[int] =
     known with the same text at the point before — read after the last step that may have changed
     the file (a patch, a script, ``npx expo install``) and before the next one."""
     out: list[Shown] = []
-    before: dict[str, str] = {}
+    before: dict[str, tuple[str, str]] = {}
     for point in (-1, *sorted(set(prior)), first_seq):
         now = {s.path: s for s in session.at(point)}
-        out += [s for path, s in now.items() if before.get(path) != s.text]
-        before = {path: s.text for path, s in now.items()}
+        out += [s for path, s in now.items() if before.get(path) != (s.text, s.after)]
+        before = {path: (s.text, s.after) for path, s in now.items()}
     return tuple(out)

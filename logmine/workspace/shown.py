@@ -6,8 +6,9 @@ older, or missing. Where the session's reads showed such a file whole before any
 rebuilt tree: the files of the session's start before the earlier tasks' work is redone, those known
 before one of its steps just before that step (a command that could not be replayed here, such as
 ``npx expo install`` without a network, left the file otherwise), those of the task's start after.
-A file whose text already matches (compared as the store holds text: redacted) is left as the
-commit has it, byte for byte; so is one outside the repository, an agent's own file
+A file a ``git diff`` showed is its hunks applied to the start blob the diff names, kept only when
+the result has the blob id the diff names for the work tree's file. A file whose text already
+matches (compared as the store holds text: redacted) is left as the commit has it, byte for byte; so is one outside the repository, an agent's own file
 (``.codex/``), a credential file, a file the repository ignores (``node_modules/``, ``.env``, build
 output: never part of a start), a link, or a file that is not UTF-8.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from logmine.patch import within
 from logmine.redact import Mask, Redactor
 from logmine.redact.paths import credential_path
+from logmine.segment.gitdiff import apply_hunks, blob_id
 from logmine.segment.records import Shown
 
 __all__ = ["ShownFiles", "agent_home", "write_shown"]
@@ -56,18 +58,43 @@ def _ignored(live: Path | None, paths: list[str]) -> set[str]:
     return set(done.stdout.split("\0")) - {""} if done.returncode in (0, 1) else set()
 
 
+def _diffed(item: Shown, live: Path | None) -> str | None:
+    """The text a ``git diff`` showed: its hunks applied to blob ``base`` of the repository ``live``,
+    kept only when the result is blob ``after`` (:mod:`logmine.segment.gitdiff`)."""
+    if live is None:
+        return None
+    if set(item.base) == {"0"}:
+        base = b""
+    else:
+        done = subprocess.run(["git", "-C", str(live), "cat-file", "blob", item.base], capture_output=True)
+        if done.returncode != 0:
+            return None
+        base = done.stdout
+    try:
+        text = apply_hunks(base.decode(), item.text)
+    except UnicodeDecodeError:
+        return None
+    return text if text is not None and blob_id(text.encode()).startswith(item.after) else None
+
+
 def write_shown(shown: Iterable[Shown], tree: Path, root: str, *, mask: Mask, live: Path | None = None) -> list[str]:
     """Write the files of ``shown`` that lie in ``root`` and whose text ``tree`` does not hold;
     returns their root-relative paths. ``live``: the repository, whose ignore rules leave files out."""
     redactor = Redactor(mask=mask)
     wanted: dict[str, str] = {}
-    for item in shown:
-        rel = os.path.relpath(item.path, root) if within(item.path, root) else ".."
+    for item in sorted(shown, key=lambda s: not s.base):  # a read of a file wins over a diff of it
+        if item.base:
+            rel = os.path.normpath(item.path)
+        else:
+            rel = os.path.relpath(item.path, root) if within(item.path, root) else ".."
         if rel.startswith("..") or rel == "." or agent_home(rel) or credential_path(rel):
             continue
         target = tree / rel
-        if not any(p.is_symlink() or p.is_file() for p in target.parents if tree in p.parents):
-            wanted[rel] = item.text
+        if any(p.is_symlink() or p.is_file() for p in target.parents if tree in p.parents):
+            continue
+        text = _diffed(item, live) if item.base else item.text
+        if text is not None:
+            wanted[rel] = redactor.redact_text(text) if item.base and mask.key else text
     ignored = _ignored(live, list(wanted))
     written = []
     for rel, text in wanted.items():

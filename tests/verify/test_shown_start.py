@@ -5,6 +5,7 @@ task validates on the author's start; without such a read it stays a start that 
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import pytest
 from calc_repo import CALC, TESTS, calc_repo
@@ -21,12 +22,19 @@ FIX = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def sub(a, b):\n     ret
        "-    return a - b\n+    return a + b\n*** End Patch\n")
 
 
-def _verified(tmp_path, read: str | None) -> tuple[object, dict]:
+def _verified(tmp_path, read: str | None, command: str = "sed -n '1,200p' calc.py",
+              diff_of: str | None = None) -> tuple[object, dict]:
+    """``diff_of``: the author's uncommitted calc.py, shown by a real ``git diff`` instead of a read."""
     repo = tmp_path / "home" / "u" / "calc"
     commit = calc_repo(repo)
+    if diff_of is not None:
+        (repo / "calc.py").write_text(diff_of)
+        read = subprocess.run(["git", "-C", str(repo), "diff", "--", "calc.py"], capture_output=True, text=True,
+                              check=True).stdout
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", "calc.py"], check=True)  # a fresh clone's tree
     session = SessionBuilder(cwd=str(repo), commit=commit).user("add is wrong")
     if read is not None:
-        session.run("sed -n '1,200p' calc.py", 0, read)
+        session.run(command, 0, read)
     session.run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
     store, _ = segmented(tmp_path, session)
     verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
@@ -80,3 +88,33 @@ def test_a_file_a_command_made_that_does_not_replay_here_is_written_before_the_n
     assert "differed during the earlier tasks' replay, written as the session's reads showed them: helper.py" \
         in rows[True]["status_reason"], rows[True]
     assert rows[False]["status"] == "not_rebuilt", rows[False]
+
+
+def test_a_file_a_git_diff_showed_is_its_hunks_on_the_blob_the_diff_names(tmp_path, monkeypatch):
+    """The agent looked at the author's uncommitted change with ``git diff`` only: the hunks on the
+    committed blob, checked against the work tree's blob id the diff printed, are the author's start."""
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    store, row = _verified(tmp_path, None, "git diff -- calc.py", diff_of=DIRTY)
+    assert row["status"] == "validated", row
+    assert "1 file(s) differed from the commit as the session began, written as the session's reads showed " \
+           "them: calc.py" in row["status_reason"], row
+    out = tmp_path / "tmax"
+    summary = export_tmax(TmaxExportConfig(store=store, out=out))
+    assert summary.rows == summary.reproduced == 1, summary
+    (bundle,) = (out / "tasks").iterdir()
+    assert (bundle / "environment/seeds/calc.py").read_text() == DIRTY
+
+
+def test_a_diff_whose_result_is_not_the_blob_it_names_is_not_written(tmp_path, monkeypatch):
+    """The same diff with a hunk line changed (as a cut or a redaction would): its text is not the
+    work tree's blob, so nothing is written and the start still differed."""
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "probe"
+    calc_repo(repo)
+    (repo / "calc.py").write_text(DIRTY)
+    diff = subprocess.run(["git", "-C", str(repo), "diff"], capture_output=True, text=True, check=True).stdout
+    _, row = _verified(tmp_path, diff.replace("+    return a - b", "+    return b - a"), "git diff -- calc.py")
+    assert row["status"] == "not_rebuilt", row
+    assert row["status_reason"].startswith("start tree differed from commit (first mismatch: calc.py"), row
