@@ -55,9 +55,6 @@ _READ_ONLY = re.compile(
     r"describe|shortlog|worktree\s+list)|(?:npm|pnpm|yarn|bun)\s+(?:ls|list|view|info|outdated|why|config\s+get|"
     r"(?:run\s+)?(?:lint|type-?check|typecheck|check|build|tsc))|pip[0-9.]*\s+(?:list|show|freeze)|"
     r"(?:python[0-9.]*|node)\s+--version)(?:\s|$)")
-# Commands that rewrite manifests or lock files beyond what the pipeline counts as edits.
-_MANIFESTS = re.compile(r"\b(?:npx\s+expo\s+install|(?:uv|poetry|cargo|bun)\s+(?:add|remove|lock|sync)|"
-                        r"go\s+(?:get|mod\s+tidy)|(?:npm|pnpm|yarn)\s+(?:i|ci|up|update|uninstall|dedupe)\b)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,20 +239,24 @@ class _File:
 
 
 def _edits(command: str) -> tuple[bool, bool]:
-    """(may it change files, may it change any file). A command that only reads (:data:`_READ_ONLY`)
-    or runs tests changes none; one that may edit files and whose targets its words name (``sed -i``,
-    ``mv``, ``cat > F``) changes those; any other command — a project script, a generator, a dev
-    server, ``node -e`` — may have changed any file."""
-    classifier = packaged_classifier()
-    if _FORMATTER.search(command) or _MANIFESTS.search(command):
-        return True, True
+    """(may it change files, may it change any file), from each simple command it runs. One that only
+    reads (:data:`_READ_ONLY`) or runs tests changes none; an edit whose targets its words name
+    (``sed -i F``, ``mv A B``, ``cat > F``) may change those; any other — a project script, a
+    generator, a package manager, a formatter, ``node -e`` — may have changed any file."""
     if "*** Begin Patch" in command:  # apply_patch through the shell: its patch events say what it changed
         return False, False
-    if classifier.edits_files(command) and not classifier.is_test(command):
-        words = unwrap(command).command.split()
-        return True, not words or os.path.basename(words[0]) not in _TARGETED or "*" in command
-    reads = all(_READ_ONLY.match(part) or classifier.is_test_run(part) for part in executed(command))
-    return (False, False) if reads else (True, True)
+    classifier = packaged_classifier()
+    named = classifier.edits_files(command) and not classifier.is_test(command)
+    for part in executed(command):
+        if _FORMATTER.search(part):
+            return True, True
+        if _READ_ONLY.match(part) or classifier.is_test_run(part):
+            continue
+        words = part.split()
+        if not words or os.path.basename(words[0]) not in _TARGETED or "*" in part:
+            return True, True
+        named = True
+    return named, False
 
 
 @dataclass(frozen=True, slots=True)

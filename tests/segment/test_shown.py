@@ -118,3 +118,14 @@ def test_only_reads_tests_and_checks_leave_every_file_as_it_was():
     for command in ("node scripts/gen.js", "npm run db:migrate", "python -c 'open(\"g.txt\", \"w\")'", "make gen",
                     "curl -o g.txt https://example.com"):
         assert _text([_read(1, command, ""), _read(2, "cat g.txt", "g\n")]) == {}, command
+
+
+def test_each_command_of_a_line_counts_and_a_patch_body_is_no_command():
+    for command in ("mkdir -p out && ./gen.sh", "echo x > a.txt && node build.js", "cp a b; npx expo install x",
+                    "ls && npm run lint -- --fix"):
+        assert _text([_read(1, command, ""), _read(2, "cat g.txt", "g\n")]) == {}, command
+    named = _read(1, "mkdir -p out && mv old.txt out/new.txt", "")
+    assert _text([named, _read(2, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}
+    assert SessionReads([_read(0, "cat old.txt", "o\n"), named]).at(5) == ()  # the file it names may have changed
+    patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n-x\n+black --fix && npm ci\n*** End Patch\nEOF"
+    assert _text([_read(1, patch, ""), _read(2, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}
