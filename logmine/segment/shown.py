@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.gitdiff import Diffed, parse_diff
-from logmine.segment.records import Shown
+from logmine.segment.records import Shown, patch_applied
 from logmine.store import Store, fetch_dicts
 
 __all__ = ["Read", "SessionReads", "SessionStep", "parse_read", "session_reads", "shown_for_task"]
@@ -339,6 +339,8 @@ SELECT seq, command, workdir, exit_code,
 FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
 """
 _PATCHES_SQL = "SELECT * FROM events WHERE source_path = ? AND kind = 'patch' ORDER BY seq"
+_CALLS_SQL = ("SELECT call_id, exit_code, left(output, 64) AS output FROM tool_calls "
+              "WHERE source_path = ? AND call_id IS NOT NULL")
 
 
 def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionReads:
@@ -347,7 +349,10 @@ def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionRea
     if not cwd or not cwd.startswith("/"):
         return SessionReads(())
     patched: dict[int, list[str]] = {}
+    calls = {row["call_id"]: row for row in fetch_dicts(store.con.execute(_CALLS_SQL, [source_path]))}
     for row in fetch_dicts(store.con.execute(_PATCHES_SQL, [source_path])):
+        if row["call_id"] in calls and not patch_applied(calls[row["call_id"]]):
+            continue  # apply_patch refused it: the file is as it was
         op = Event.from_row(row).file_op
         where = os.path.join(cwd, row.get("workdir") or ".")
         patched.setdefault(row["seq"], []).extend(os.path.normpath(os.path.join(where, p))

@@ -118,3 +118,18 @@ def test_a_diff_whose_result_is_not_the_blob_it_names_is_not_written(tmp_path, m
     _, row = _verified(tmp_path, diff.replace("+    return a - b", "+    return b - a"), "git diff -- calc.py")
     assert row["status"] == "not_rebuilt", row
     assert row["status_reason"].startswith("start tree differed from commit (first mismatch: calc.py"), row
+
+
+def test_a_patch_apply_patch_refused_changes_nothing_so_a_read_after_it_still_shows_the_start(tmp_path, monkeypatch):
+    """The agent's first patch failed (apply_patch refused it: the file was not as it guessed); it then
+    read the file whole and patched it. The failed patch changed nothing, so the read shows the
+    author's start; counted as a change, it would leave the start unknown."""
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "home" / "u" / "calc"
+    commit = calc_repo(repo)
+    session = (SessionBuilder(cwd=str(repo), commit=commit).user("add is wrong").run(TESTS, 1)
+               .patch(FIX_CLEAN, ok=False).run("cat calc.py", 0, DIRTY).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    store, _ = segmented(tmp_path, session)
+    verify(VerifyConfig(store=store, jobs=1, env_mode="none"))
+    (row,) = query(store, "SELECT status, status_reason FROM verifiers WHERE kind = 'test_command'")
+    assert row["status"] == "validated", row
