@@ -167,8 +167,22 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
         grade_ = after[c.verifier_id]
         if grade_.passed is False and not MISSING.search(grade_.excerpt or ""):
             return (f"start tree differed from commit and from {made}: `{c.command[:80]}` "
-                    "passed in the session after the task's last edit and fails after the replay")
+                    f"passed in the session after the task's last edit and fails after the replay ({_failure(grade_)})")
     return None
+
+
+_RAISED = re.compile(r"^(?:E\s+)?[\w.]*(?:Error|Exception)\b:")  # an exception's line: ImportError: cannot …
+
+
+def _failure(grade_: Grade) -> str:
+    """What a failing grade shows in a few words: the tests that failed, and its output's last error
+    line (else its last line)."""
+    failing = sorted(grade_.tests.ids("failed", "error")) if grade_.tests else []
+    lines = [line.strip() for line in (grade_.excerpt or "").splitlines() if line.strip()]
+    errors = [line for line in lines if _RAISED.match(line)] or [line for line in lines if "rror" in line] or lines[-1:]
+    said = [f"failing: {', '.join(failing[:3])}" + (f" and {len(failing) - 3} more" if len(failing) > 3 else "")] \
+        if failing else [f"exit {grade_.exit_code}"]
+    return "; ".join(said + [errors[-1][:160]] if errors else said)
 
 
 #: A test runner saying the project file it starts from is not there (cargo, npm, pytest, python).

@@ -150,6 +150,8 @@ def test_a_later_commit_whose_tree_fails_the_sessions_passing_test_is_a_dirty_st
     assert all(r["status_reason"].startswith("start tree differed from commit and from the later commit it was "
                                              "rebuilt from: `python3 -B -m unittest -q test_sub` passed")
                for r in later), later
+    assert all("fails after the replay (" in r["status_reason"] and "LIMIT" in r["status_reason"]
+               for r in later), [r["status_reason"] for r in later]  # what failed: the import of LIMIT
 
 
 def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
