@@ -160,6 +160,7 @@ per_task AS (
            bool_or(c.kind = 'test_command' AND c.fail_to_pass) AS fail_to_pass,
            bool_or(c.status = 'validated') AS validated,
            bool_or(c.kind = 'test_command' AND c.fail_to_pass AND c.status = 'validated') AS f2p_validated,
+           bool_or(c.kind = 'test_command' AND c.fail_to_pass AND c.status = 'passes_at_start') AS f2p_at_start,
            bool_or(c.status_reason LIKE 'start tree differed%') AS dirty,
            bool_or(c.status_reason LIKE 'no commit recorded for the session, and the repository%') AS no_start,
            coalesce(v.reason LIKE 'started from later commit%', false) AS later
@@ -170,6 +171,7 @@ SELECT count(*) AS tasks, count(*) FILTER (has_candidates) AS with_candidates,
        count(*) FILTER (dirty) AS dirty_start, count(*) FILTER (no_start) AS no_start,
        count(*) FILTER (fail_to_pass AND NOT dirty AND NOT no_start) AS fail_to_pass_startable,
        count(*) FILTER (f2p_validated AND NOT dirty) AS fail_to_pass_startable_validated,
+       count(*) FILTER (f2p_at_start AND NOT f2p_validated AND NOT dirty) AS fail_to_pass_at_start,
        count(*) FILTER (later) AS later_commit,
        count(*) FILTER (later AND validated) AS later_validated,
        count(*) FILTER (validated AND task_id IN (SELECT task_id FROM per_task p2 WHERE p2.dirty)) AS validated_dirty
@@ -212,8 +214,8 @@ def _report(results: list[dict]) -> None:
               f"{r['built']:>6} {r['reused']:>6}")
         for key in ("sessions", "tasks", "with_candidates", "rebuilt", "env", "fail_to_pass", "fail_to_pass_validated",
                     "validated", "dirty_start", "validated_dirty", "later_commit", "later_validated", "built", "reused", "build_s",
-                    "no_start", "fail_to_pass_startable", "fail_to_pass_startable_validated"):
-            total[key] = total.get(key, 0) + r[key]
+                    "no_start", "fail_to_pass_startable", "fail_to_pass_startable_validated", "fail_to_pass_at_start"):
+            total[key] = total.get(key, 0) + r.get(key, 0)
     print(f"{'TOTAL':38} {total['sessions']:>4} {total['tasks']:>5} {total['with_candidates']:>6} {total['rebuilt']:>7} "
           f"{total['env']:>4} {total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} "
           f"{total['dirty_start']:>5} {total['later_commit']:>5} {'':>7} {total['built']:>6} {total['reused']:>6}")
@@ -227,7 +229,10 @@ def _report(results: list[dict]) -> None:
           f"the session); fail->pass validated (target >= 80%): "
           f"{share(total['fail_to_pass_validated'], total['fail_to_pass'])}, "
           f"{share(total['fail_to_pass_startable_validated'], total['fail_to_pass_startable'])} of those neither "
-          f"dirty nor without a start; "
+          f"dirty nor without a start, "
+          f"{share(total['fail_to_pass_startable_validated'], total['fail_to_pass_startable'] - total['fail_to_pass_at_start'])} "
+          f"of those whose test fails on the start ({total['fail_to_pass_at_start']} pass there: the run the session "
+          f"saw fail broke on the task's own earlier edit); "
           f"validated on a dirty start (target 0): {total['validated_dirty']}; started from a commit made during the "
           f"session: {total['later_commit']} task(s), {total['later_validated']} validated")
 
