@@ -16,27 +16,25 @@ import dataclasses
 import os
 import shutil
 import subprocess
-import tarfile
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from logmine.patch import FileOp
-from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
+from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.records import Action, Chain, Repo, Shown, StartState, TaskInput
+from logmine.workspace.archive import export_commit, git, links_note
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
     FailedEdit,
     NotRebuilt,
     StartDiffered,
-    failing_path,
     redo_earlier,
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
+from logmine.workspace.later import start_later
 from logmine.workspace.shown import ShownFiles, agent_home
 from logmine.workspace.untracked import carried_note, carry_untracked
 
@@ -47,7 +45,6 @@ _GIT_ENV = {"GIT_AUTHOR_NAME": "logmine", "GIT_AUTHOR_EMAIL": "logmine@localhost
 
 
 PLAIN_DIR_MAX_BYTES = 256 << 20  # a working directory that is not a repository: copied up to this
-LATER_COMMITS_TRIED = 40  # commits made between the session's commit and a dirty task's start, newest first
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +169,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     tree differed, or a shell edit failed here), or one of the task's ``own`` patches fails on a file
     nothing replayed changed, the author may have committed their work during the session: the newest
     commit of the clone made after the header commit and before the task ``started`` on which every one
-    of the task's own patches applies is the start state instead (``later_commit``, :func:`_later_commit`).
+    of the task's own patches applies is the start state instead (``later_commit``, :func:`logmine.workspace.later.later_commit`).
 
     ``mask``: the store's; with a key, the tree's text files are redacted with it as soon as they are
     extracted, so that a secret in the code and the log's patches hold the same pseudonym (a patch
@@ -185,7 +182,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
     dest.mkdir(parents=True, exist_ok=True)
-    top = _git(local, "rev-parse", "--show-toplevel")
+    top = git(local, "rev-parse", "--show-toplevel")
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
     failed: list[FailedEdit] = []
@@ -217,7 +214,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
     if method in ("git_commit+patches", "dated_commit"):
-        later = _start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
+        later = start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
                              showing.paths)
         if later is not None:
             method, failed, unreplayed, notes, made = "later_commit", [], None, later, ()
@@ -243,7 +240,7 @@ def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str
     if method == "git_commit+patches" and recipe.ghost_commit:
         notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                      f"header commit {commit[:12]} plus {n_prior} earlier edit(s)")
-    notes += _links_note(_export(live, commit, dest, mask))
+    notes += links_note(export_commit(live, commit, dest, mask))
     made: tuple[str, ...] = ()
     if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
         made = _carry(recipe, carried, dest, root, cwd)
@@ -317,96 +314,15 @@ def _dated_commit(live: Path, started: str | None, branch: str | None) -> str | 
         return None
     when = datetime.fromisoformat(started)
     until = int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
-    refs = next(([ref] for ref in (branch, f"origin/{branch}") if ref and _git(live, "rev-parse", "--verify", "-q",
+    refs = next(([ref] for ref in (branch, f"origin/{branch}") if ref and git(live, "rev-parse", "--verify", "-q",
                                                                                   f"{ref}^{{commit}}")), ["--all"])
-    listing = _git(live, "log", *refs, "--format=%ct %H", f"--until={until}")
+    listing = git(live, "log", *refs, "--format=%ct %H", f"--until={until}")
     dated = sorted((line.split() for line in (listing or "").splitlines()), key=lambda p: int(p[0]))
     return dated[-1][1] if dated else None
 
 
-def _links_note(links: list[str]) -> list[str]:
-    return [f"{len(links)} link(s) to absolute paths or out of the tree left out: " + ", ".join(links[:3])] \
-        if links else []
-
-
-def _start_later(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...], dest: Path,
-                 unreplayed: NotRebuilt | None, failed: list[FailedEdit], mask: Mask = PLACEHOLDERS,
-                 shown: tuple[str, ...] = ()) -> list[str] | None:
-    """When the start rebuilt in ``dest`` from ``commit`` is shown not to be the author's — the earlier
-    work did not replay (``unreplayed``), or one of the task's ``ops`` fails on a file nothing replayed
-    changed, or on one written as the session's reads showed it (``shown``: a step between the read
-    and the task changed it, and the log does not show how) — export the commit
-    :func:`_later_commit` finds into ``dest`` instead and return its notes; else None, ``dest`` untouched."""
-    path = failing_path(ops, dest) if unreplayed is None and ops else None
-    evidence = unreplayed
-    blamed = [str(f) for f in failed if path and f.may_have_made(path)]
-    if path and blamed:  # as explain says it: the failed edit may be the one the patch expected
-        evidence = NotRebuilt(f"a patch of {path} does not apply after an earlier shell edit failed at replay "
-                              f"({', '.join(blamed[:3])})")
-    elif path and _unchanged(live, commit, dest, path, mask):
-        evidence = StartDiffered(path)
-    elif path and path in shown:  # written as the session's reads showed it, and the task's patch still fails
-        evidence = NotRebuilt(f"a patch of {path} does not apply to it as the session's reads showed it")
-    later = _later_commit(live, commit, started, ops, mask) if evidence else None
-    if later is None:
-        return None
-    shutil.rmtree(dest)
-    dest.mkdir()
-    links = _export(live, later.sha, dest, mask)
-    why = (f"the author's tree had differed from the session's commit {commit[:12]} at {evidence.path}"
-           if isinstance(evidence, StartDiffered) else
-           f"the earlier work did not replay on the session's commit {commit[:12]}: {str(evidence)[:160]}")
-    return [f"started from later commit {later.sha[:12]} (made {later.when:%Y-%m-%d %H:%M} UTC, before the task "
-            f"began; every patch op of the task applies to it): {why}", *_links_note(links)]
-
-
-@dataclass(frozen=True, slots=True)
-class _Commit:
-    sha: str
-    when: datetime
-
-
-def _blob(live: Path, commit: str, path: str, mask: Mask = PLACEHOLDERS) -> bytes | None:
-    """The bytes of ``path`` in ``commit`` of ``live``, else None (not in that commit); redacted as
-    :func:`_export` redacts a tree with ``mask``."""
-    done = subprocess.run(["git", "-C", str(live), "show", f"{commit}:{path}"], capture_output=True)
-    if done.returncode != 0:
-        return None
-    return redact_bytes(done.stdout, Redactor(mask=mask)) if mask.key and b"\0" not in done.stdout[:8192] else done.stdout
-
-
-def _unchanged(live: Path, commit: str, tree: Path, path: str, mask: Mask = PLACEHOLDERS) -> bool:
-    """Is ``tree/path`` still the file ``commit`` holds (nothing replayed changed it)?"""
-    held = _blob(live, commit, path, mask)
-    return held is not None and (tree / path).is_file() and (tree / path).read_bytes() == held
-
-
-def _later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[FileOp, ...],
-                  mask: Mask = PLACEHOLDERS) -> _Commit | None:
-    """The newest commit of ``live`` (any ref) made after ``commit`` and no later than ``started`` on
-    which all of ``ops`` apply in order, else None. Only a task that changes an existing file can show
-    that a commit is its start: ``ops`` must update, move or delete one."""
-    if started is None or not any(op.op != "add" for op in ops):
-        return None
-    since = _git(live, "show", "-s", "--format=%ct", commit)
-    until = int((started if started.tzinfo else started.replace(tzinfo=UTC)).timestamp())
-    listing = _git(live, "log", "--all", "--format=%H %ct", f"--since={int(since or 0) + 1}", f"--until={until}")
-    found = sorted(((int(t), sha) for sha, t in (line.split() for line in (listing or "").splitlines())),
-                   reverse=True)[:LATER_COMMITS_TRIED]
-    for when, sha in found:
-        def text(rel: str, sha: str = sha) -> str | None:
-            held = _blob(live, sha, rel, mask)
-            try:
-                return None if held is None else held.decode()
-            except UnicodeDecodeError:
-                return None
-        if failing_path(ops, text) is None:
-            return _Commit(sha, datetime.fromtimestamp(when, UTC))
-    return None
-
-
 def _has_commit(repo: Path, commit: str) -> bool:
-    return _git(repo, "cat-file", "-e", f"{commit}^{{commit}}") is not None
+    return git(repo, "cat-file", "-e", f"{commit}^{{commit}}") is not None
 
 
 def _locate(repo: Repo, repo_map: dict[str, str], repo_search: tuple[Path, ...],
@@ -438,60 +354,16 @@ def _below(top: Path, cwd: str | None) -> Path:
     return top
 
 
-def _git(repo: Path, *args: str) -> str | None:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
-def _export(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS) -> list[str]:
-    """Extract ``commit``'s tree into ``dest``, its text redacted when ``mask`` has a key (pseudonyms);
-    returns the links left out (to absolute paths or out of the tree: a repository may commit a link
-    to its author's home, which must never be followed). A clone that lacks objects of the tree
-    (partial, shallow or damaged) is :class:`NotRebuilt`."""
-    left_out: list[str] = []
-
-    def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        try:
-            return tarfile.data_filter(member, path)
-        except tarfile.FilterError:
-            if member.issym() or member.islnk():
-                left_out.append(member.name)
-                return None
-            raise
-
-    with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on what it says
-        proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit],
-                                stdout=subprocess.PIPE, stderr=errors)
-        try:
-            with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
-                archive.extractall(dest, filter=keep)
-            failure = None
-        except (tarfile.TarError, OSError) as exc:
-            proc.kill()
-            failure = f"{type(exc).__name__}: {exc}"
-        proc.stdout.close()
-        code = proc.wait()
-        errors.seek(0)
-        said = errors.read().decode(errors="replace").strip().splitlines()
-    if failure or code != 0:
-        why = said[0] if said else failure or f"exit {code}"
-        raise NotRebuilt(f"git archive of {commit[:12]} failed: the clone lacks objects of its tree or cannot "
-                         f"be read ({why})")
-    if mask.key:
-        redact_tree(dest, Redactor(mask=mask))
-    return left_out
-
-
 def _snapshot(dest: Path, branch: str | None = None) -> None:
     """Make the rebuilt tree a one-commit git repository (replayed git commands expect one) on the
     branch the author was on: the one a replay left checked out, else ``branch`` (the session's
     recorded one), else git's default. Tools read it: spec-kit's scripts (``.specify/``) refuse to
     run off a feature branch (``001-…``) and find the feature's directory by its name."""
     if (dest / ".git").exists():
-        branch = _git(dest, "symbolic-ref", "--short", "-q", "HEAD") or branch
+        branch = git(dest, "symbolic-ref", "--short", "-q", "HEAD") or branch
         shutil.rmtree(dest / ".git")
     env = {**os.environ, **_GIT_ENV}
-    if not branch or _git(dest, "init", "-q", "-b", branch) is None:  # a name git refuses: its default
+    if not branch or git(dest, "init", "-q", "-b", branch) is None:  # a name git refuses: its default
         subprocess.run(["git", "-C", str(dest), "init", "-q"], env=env, capture_output=True, check=True)
     for args in (["add", "-A"], ["commit", "-qm", "logmine start state", "--allow-empty"]):
         subprocess.run(["git", "-C", str(dest), *args], env=env, capture_output=True, check=True)
