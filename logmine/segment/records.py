@@ -264,6 +264,7 @@ class Action:
     workdir: str | None = None
     ops: tuple[FileOp, ...] = ()
     failed: bool | None = None  # a command: whether the session saw it fail (None: not recorded)
+    ts: datetime | None = None  # when the session made it
 
     def failed_again(self, exit_code: int | None, error: str | None = None) -> bool:
         """Did this command fail at replay (``exit_code``, or a sandbox ``error``) where the session
@@ -312,16 +313,17 @@ class TaskInput:
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.
 _ACTIONS_SQL = f"""
-SELECT e.seq, e.line_no, e.kind, e.record_type, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
+SELECT e.seq, e.ts, e.line_no, e.kind, e.record_type, e.tool_name, e.call_id, e.command, e.workdir, e.arguments
 FROM events e WHERE e.source_path = ? AND e.seq BETWEEN ? AND ?
   AND (e.kind IN ('tool_call', 'patch') OR e.record_type = '{BRANCH}')
 ORDER BY e.seq
 """
 _PRIOR_SQL = """
-SELECT seq, kind, record_type, call_id, workdir, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
+SELECT seq, ts, kind, record_type, call_id, workdir, arguments FROM events WHERE source_path = ? AND kind = 'patch' AND call_id IN (SELECT unnest(?))
 ORDER BY seq
 """
 _CALLS_SQL = "SELECT call_id, exit_code, failed, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
+_TS_SQL = "SELECT seq, ts FROM events WHERE source_path = ? AND seq IN (SELECT unnest(?))"
 
 
 def read_tasks(store: Store, sql: str = "SELECT * FROM tasks ORDER BY source_path, index",
@@ -368,14 +370,18 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
                 continue
             if actions and actions[-1].kind == "patch" and actions[-1].call_id == event.call_id:
                 last = actions.pop()
-                actions.append(Action(last.seq, "patch", last.call_id, ops=(*last.ops, event.file_op)))
+                actions.append(Action(last.seq, "patch", last.call_id,
+                                      ops=(*last.ops, event.file_op), ts=last.ts))
             else:
-                actions.append(Action(event.seq, "patch", event.call_id, workdir=event.workdir, ops=(event.file_op,)))
+                actions.append(Action(event.seq, "patch", event.call_id, workdir=event.workdir, ops=(event.file_op,),
+                                      ts=event.ts))
         elif event.command and event.call_id not in patched and event.tool_name != "write_stdin":
             actions.append(Action(event.seq, "command", event.call_id, command=event.command,
-                                  workdir=event.workdir, failed=_failed(calls, event.call_id)))
+                                  workdir=event.workdir, failed=_failed(calls, event.call_id), ts=event.ts))
+    when = dict(con.execute(_TS_SQL, [path, [p.seq for p in task.start_state.prior_patches]]).fetchall()) \
+        if task.start_state.prior_patches else {}
     return TaskInput(task, read_candidates(store, task), tuple(actions),
-                     tuple(_prior_action(p, by_call, calls) for p in task.start_state.prior_patches
+                     tuple(_prior_action(p, by_call, calls, when.get(p.seq)) for p in task.start_state.prior_patches
                            if p.command is not None or p.call_id in by_call))
 
 
@@ -384,13 +390,14 @@ def _failed(calls: dict[str, dict], call_id: str | None) -> bool | None:
     return call["failed"] if call else None
 
 
-def _prior_action(prior: PriorPatch, by_call: dict[str, list[Event]], calls: dict[str, dict]) -> Action:
+def _prior_action(prior: PriorPatch, by_call: dict[str, list[Event]], calls: dict[str, dict],
+                  ts: datetime | None) -> Action:
     if prior.command is not None:
         return Action(prior.seq, "command", prior.call_id, command=prior.command, workdir=prior.workdir,
-                      failed=_failed(calls, prior.call_id))
+                      failed=_failed(calls, prior.call_id), ts=ts)
     events = by_call[prior.call_id]
     return Action(prior.seq, "patch", prior.call_id, workdir=events[0].workdir,
-                  ops=tuple(e.file_op for e in events))
+                  ops=tuple(e.file_op for e in events), ts=ts or events[0].ts)
 
 
 def patch_applied(call: dict | None) -> bool:

@@ -34,7 +34,7 @@ from logmine.workspace.edits import (
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
-from logmine.workspace.later import start_later
+from logmine.workspace.later import LaterCommit, start_later
 from logmine.workspace.shown import ShownFiles, agent_home
 from logmine.workspace.untracked import carried_note, carry_untracked
 
@@ -214,11 +214,13 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
     if method in ("git_commit+patches", "dated_commit"):
-        later = start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
-                             showing.paths)
-        if later is not None:
-            method, failed, unreplayed, notes, made = "later_commit", [], None, later, ()
+        found = start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
+                            showing.paths)
+        if found is not None:
+            method, made = "later_commit", ()
             showing.forget()
+            notes, failed, unreplayed = _redo_since(found, prior, dest, recipe, root, cwd, live, backend=backend,
+                                                    limits=limits, branch=branch, showing=showing)
             showing.write_after(last, dest)
     if unreplayed is not None:
         raise unreplayed
@@ -226,6 +228,27 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     notes += _missing_untracked(recipe, dest)
     _snapshot(dest, recipe.repo.git_branch)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made, showing.paths)
+
+
+def _redo_since(found: tuple[LaterCommit, list[str]], prior: tuple[Action, ...], dest: Path, recipe: StartState,
+                root: str, cwd: str, live: Path, *, backend: str, limits: Limits, branch: str | None,
+                showing: ShownFiles) -> tuple[list[str], list[FailedEdit], NotRebuilt | None]:
+    """Redo on the later commit the earlier work the session did after it was made (the commit holds
+    what came before); returns (notes, the edits that failed at replay, why the work did not replay).
+    Work that does not replay there leaves the start unknown: the author's tree held it."""
+    later, notes = found
+    since = tuple(a for a in prior if a.ts is not None and a.ts > later.when)
+    if not since:
+        return notes, [], None
+    if any(a.kind == "command" for a in since):
+        _snapshot(dest, branch)
+    try:
+        redone, failed = redo_earlier(since, dest, root, cwd, backend=backend, limits=limits, live=live,
+                                      untracked=frozenset(recipe.untracked), restore=showing.write)
+    except NotRebuilt as exc:
+        return notes, [], NotRebuilt(f"{exc} (on later commit {later.sha[:12]}, redoing the earlier work done after "
+                                     "it was made)")
+    return [*notes, f"{len(since)} earlier edit(s) made after it redone", *redone], failed, None
 
 
 def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str, n_prior: int, mask: Mask,

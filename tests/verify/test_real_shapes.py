@@ -117,7 +117,8 @@ def _committed_during(tmp_path: Path, monkeypatch, sub_test: str) -> tuple[Sessi
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
     repo = tmp_path / "work" / "committing"
     commit = calc_repo(repo)
-    during = _commit_at(repo, "2026-01-01T00:00:05Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    # made after task 0 fixed add (at 00:00:09) and before task 1 began (00:00:15)
+    during = _commit_at(repo, "2026-01-01T00:00:14Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
     _commit_at(repo, "2026-01-02T00:00:00Z", {"test_calc.py": TEST_CALC_LATER}, monkeypatch)  # after the session
     dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
     b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
@@ -324,3 +325,35 @@ def test_a_command_refused_by_the_sessions_sandbox_then_rerun_is_replayed_once(t
     assert rows[(1, "test_command", None)]["status"] == "validated", rows
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
     assert "earlier shell edit(s) replayed" in note and "failed at replay" not in note, note
+
+
+UTIL = "def double(x):\n    return x * 2\n"
+UTIL_TEST = ("import unittest\n\nfrom calc import sub\nfrom util import triple\n\n\nclass U(unittest.TestCase):\n"
+             "    def test_triple(self):\n        self.assertEqual(triple(sub(3, 1)), 6)\n")
+ADD_TRIPLE = ("*** Begin Patch\n*** Update File: util.py\n@@\n def double(x):\n     return x * 2\n+\n+\n+def triple(x):\n"
+              "+    return x * 3\n*** End Patch\n")
+
+
+def test_a_later_commit_start_gets_the_earlier_work_done_after_the_commit(tmp_path, monkeypatch):
+    """The author began dirty and committed task 0's fix while the session went on; task 1 then added
+    sub (not committed); task 2's test uses sub and task 2's own triple. Task 2 starts from that commit
+    plus task 1's work, redone because it came after the commit: its test fails on that start and
+    passes after the replay. From the commit alone it would fail even after the replay (no sub)."""
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-12-31T12:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
+    repo = tmp_path / "work" / "later"
+    commit = calc_repo(repo, {"util.py": UTIL})
+    during = _commit_at(repo, "2026-01-01T00:00:14Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
+    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+                 .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed."))
+    b = (b.user("Add triple with a test").patch(ADD_TRIPLE)
+         .patch("*** Begin Patch\n*** Add File: test_util.py\n" + "".join(f"+{line}\n" for line in UTIL_TEST.splitlines())
+                + "*** End Patch\n")
+         .run(f"{TESTS} test_util", 0).agent("Done."))
+    store, _ = _verify(tmp_path, b)
+    row = _rows(store, b)[(2, "test_command", None)]
+    assert row["status"] == "validated", row
+    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 2")[0]["reason"]
+    assert note.startswith(f"started from later commit {during[:12]}"), note
+    assert "2 earlier edit(s) made after it redone" in note, note
