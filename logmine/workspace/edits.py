@@ -228,7 +228,7 @@ def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, ba
         touched: set[str] = set()
         for action in prior:
             restore(action.seq, tree)
-            ops = _rooted(action, cwd, root)
+            ops = _present(_rooted(action, cwd, root), tree)
             try:
                 apply_patch(ops, tree)
             except PatchError as exc:
@@ -255,7 +255,9 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
         for _, action in steps:
             restore(action.seq, Path(box.workspace))
             if action.kind == "patch":
-                ops = _rooted(action, cwd, root)
+                ops = _present(_rooted(action, cwd, root), Path(box.workspace))
+                if not ops:
+                    continue
                 result = box.run(patch_command(ops), cwd=root)
                 if result.exit_code != 0:
                     explain(ops, box.workspace, tree, untracked=untracked, failed_before=failed)
@@ -342,6 +344,13 @@ def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:
         return rooted(action.ops, action.workdir or cwd, root)
     except PatchError as exc:
         raise NotRebuilt(str(exc)) from exc
+
+
+def _present(ops: tuple[FileOp, ...], tree: Path) -> tuple[FileOp, ...]:
+    """``ops`` without the deletions of files ``tree`` lacks: a file an earlier step made that the
+    replay could not (a script the repository does not hold), which the patch removed (often to add
+    it anew). What the tree holds after the patch is the author's either way."""
+    return tuple(op for op in ops if op.op != "delete" or (tree / op.path).exists() or (tree / op.path).is_symlink())
 
 
 def _copy_back(source: Path, dest: Path) -> None:

@@ -357,3 +357,19 @@ def test_a_later_commit_start_gets_the_earlier_work_done_after_the_commit(tmp_pa
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 2")[0]["reason"]
     assert note.startswith(f"started from later commit {during[:12]}"), note
     assert "2 earlier edit(s) made after it redone" in note, note
+
+
+def test_an_earlier_patch_that_rewrites_a_file_a_missing_script_made_replays(tmp_path):
+    """Task 0 ran the author's generator (not in the repository: it fails at replay) and then rewrote
+    what it made with a patch that deletes the file and adds it anew (as agents rewrite spec-kit's
+    plan.md): the deletion of a file the replay lacks is skipped, the file is the patch's, and task 1
+    is rebuilt and validated."""
+    repo = tmp_path / "home" / "u" / "gen"
+    commit = calc_repo(repo)
+    rewrite = "*** Begin Patch\n*** Delete File: plan.md\n*** Add File: plan.md\n+# Plan\n*** End Patch\n"
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Draft the plan").run("./tools/setup-plan.sh --json", 0)
+         .patch(rewrite).agent("Drafted.")
+         .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    store, _ = _verify(tmp_path, b)
+    row = _rows(store, b)[(1, "test_command", None)]
+    assert row["status"] == "validated", row
