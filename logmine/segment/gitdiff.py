@@ -95,7 +95,9 @@ def parse_diff(command: str, output: str) -> list[Diffed]:
     if not diff_command(command):
         return []
     parts: list[Diffed] = []
-    path, header, body = None, [], []
+    path: str | None = None
+    header: list[str] = []
+    body: list[str] = []
     for line in _TOTAL.sub("", output, count=1).split("\n"):
         head = _HEADER.match(line)
         if head:

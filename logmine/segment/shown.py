@@ -273,8 +273,8 @@ class SessionStep:
     @classmethod
     def command(cls, seq: int, command: str, where: str, exit_code: int | None, output: str | None) -> SessionStep:
         shows = exit_code == 0 and output is not None
-        reads = tuple(parse_read(command, output, where)) if shows else ()
-        diffs = tuple(parse_diff(command, output)) if shows and not reads else ()
+        reads = tuple(parse_read(command, output or "", where)) if shows else ()
+        diffs = tuple(parse_diff(command, output or "")) if shows and not reads else ()
         edits, every = _edits(command)
         return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs)
 

@@ -45,7 +45,8 @@ def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS
         except (tarfile.TarError, OSError) as exc:
             proc.kill()
             failure = f"{type(exc).__name__}: {exc}"
-        proc.stdout.close()
+        if proc.stdout is not None:
+            proc.stdout.close()
         code = proc.wait()
         errors.seek(0)
         said = errors.read().decode(errors="replace").strip().splitlines()

@@ -214,12 +214,12 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
     if method in ("git_commit+patches", "dated_commit"):
-        found = start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
+        later = start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
                             showing.paths)
-        if found is not None:
+        if later is not None:
             method, made = "later_commit", ()
             showing.forget()
-            notes, failed, unreplayed = _redo_since(found, prior, dest, recipe, root, cwd, live, backend=backend,
+            notes, failed, unreplayed = _redo_since(later, prior, dest, recipe, root, cwd, live, backend=backend,
                                                     limits=limits, branch=branch, showing=showing)
             showing.write_after(last, dest)
     if unreplayed is not None:
