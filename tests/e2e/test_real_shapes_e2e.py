@@ -1,6 +1,7 @@
 """End to end: shapes of real sessions, made by the real Codex CLI, verified as real sessions need.
 
-Three scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``), each run with every CLI
+Four scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
+``scenarios/dirty_start_diff``), each run with every CLI
 generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.0: ``shell``, and
 ``apply_patch`` through it), then ingested, segmented and verified with bwrap:
 
@@ -14,7 +15,9 @@ generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.
 * ``dirty_start``: ``calc.py`` modified but not committed before the CLI ran, the session's first
   patch matching only the modified text: every candidate ``not_rebuilt``, the start tree differed;
 * ``dirty_start_read``: the same, but the agent read ``calc.py`` whole (``cat calc.py``) before its
-  first patch: the rebuild writes it as the CLI's output showed it, and both tasks validate.
+  first patch: the rebuild writes it as the CLI's output showed it, and both tasks validate;
+* ``dirty_start_diff``: the same, but the agent looked at the change with ``git diff -- calc.py``: its
+  hunks on the committed blob, checked against the work tree's blob id the diff printed, are the start.
 
 Skips: no Codex CLI (``.ci/install-codex.sh``), no ``node``/``git``/``bwrap``.
 """
@@ -38,7 +41,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None,
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("0.171.0", "0.45.0")
-SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read")
+SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read", "dirty_start_diff")
 PKG_TEST = "cd pkg && python3 -m unittest -q"
 LIB_TEST = "cd lib && PYTHONPATH=src python3 -m unittest discover -s tests -q"
 SHELL_EDITED = "lib/src/units.py"
@@ -144,6 +147,11 @@ def dirty_read(version, tmp_path_factory) -> Verified:
     return generated("dirty_start_read", version, tmp_path_factory)
 
 
+@pytest.fixture(scope="module")
+def dirty_diff(version, tmp_path_factory) -> Verified:
+    return generated("dirty_start_diff", version, tmp_path_factory)
+
+
 def _tasks(store: Path) -> list[dict]:
     return query(store, "SELECT t.task_id, t.index, t.start_state, v.rebuilt, v.reason FROM tasks t "
                         "LEFT JOIN verified v USING (task_id) ORDER BY t.index")
@@ -244,4 +252,16 @@ def test_a_dirty_start_the_session_read_whole_is_written_as_the_cli_showed_it_an
                f"them: {DIRTY_FILE}")
     for row in tests:
         assert row["status"] == "validated", (row, dirty_read.context())
+        assert written in row["status_reason"], row
+
+
+def test_a_dirty_start_a_git_diff_showed_is_its_hunks_on_the_committed_blob_and_validates(dirty_diff):
+    calls = query(dirty_diff.store, "SELECT output FROM tool_calls WHERE command LIKE 'git diff%'")
+    assert calls and "index " in (calls[0]["output"] or ""), (calls, dirty_diff.context())
+    tests = [r for r in _candidates(dirty_diff.store) if r["kind"] == "test_command"]
+    assert len(tests) == 2, tests
+    written = ("1 file(s) differed from the commit as the session began, written as the session's reads showed "
+               f"them: {DIRTY_FILE}")
+    for row in tests:
+        assert row["status"] == "validated", (row, dirty_diff.context())
         assert written in row["status_reason"], row
