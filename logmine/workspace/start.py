@@ -176,9 +176,6 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     whose context holds one applies, and a test sees the value the code sees). What is exported as
     the task's seeds is redacted the same way.
     """
-    if recipe.repo.cwd and not recipe.repo.cwd.startswith("/"):
-        raise NotRebuilt(f"the session ran in {recipe.repo.cwd}, not a POSIX path (a Windows session): "
-                         "its commands do not replay here")
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
     dest.mkdir(parents=True, exist_ok=True)
@@ -351,6 +348,9 @@ def _has_commit(repo: Path, commit: str) -> bool:
 def _locate(repo: Repo, repo_map: dict[str, str], repo_search: tuple[Path, ...],
             ghost: str | None) -> tuple[str, str]:
     """(the session's cwd as recorded or stood in for, the host directory holding it)."""
+    if repo.cwd and not repo.cwd.startswith("/"):
+        raise NotRebuilt(f"the session ran in {repo.cwd}, not a POSIX path (a Windows session): "
+                         "its commands do not replay here")
     if repo.cwd:
         local = map_path(repo.cwd, repo_map)
         if Path(local).is_dir():
