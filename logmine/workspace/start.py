@@ -200,11 +200,9 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     showing.write(-1, dest)
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
     if method != "ghost_snapshot" and prior:  # a snapshot holds the earlier work already
-        if any(a.kind == "command" for a in prior):
-            _snapshot(dest, branch)  # replayed git commands (git mv, git checkout) expect one
         try:
-            redone, failed = redo_earlier(prior, dest, root, cwd, backend=backend, limits=limits, live=live,
-                                          untracked=frozenset(recipe.untracked), restore=showing.write)
+            redone, failed = _redo(prior, dest, recipe, root, cwd, live, backend=backend, limits=limits,
+                                   branch=branch, showing=showing)
             notes += redone
         except NotRebuilt as exc:
             unreplayed = exc
@@ -227,6 +225,17 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made, showing.paths)
 
 
+def _redo(actions: tuple[Action, ...], dest: Path, recipe: StartState, root: str, cwd: str, live: Path, *,
+          backend: str, limits: Limits, branch: str | None, showing: ShownFiles) -> tuple[list[str], list[FailedEdit]]:
+    """Redo ``actions`` (earlier work) on the tree in ``dest``, the files the session showed written
+    before each step (:func:`logmine.workspace.edits.redo_earlier`; :class:`NotRebuilt` when it does
+    not replay); returns (notes, the edits that failed at replay)."""
+    if any(a.kind == "command" for a in actions):
+        _snapshot(dest, branch)  # replayed git commands (git mv, git checkout) expect one
+    return redo_earlier(actions, dest, root, cwd, backend=backend, limits=limits, live=live,
+                        untracked=frozenset(recipe.untracked), restore=showing.write)
+
+
 def _redo_since(found: tuple[LaterCommit, list[str]], prior: tuple[Action, ...], dest: Path, recipe: StartState,
                 root: str, cwd: str, live: Path, *, backend: str, limits: Limits, branch: str | None,
                 showing: ShownFiles) -> tuple[list[str], list[FailedEdit], NotRebuilt | None]:
@@ -237,11 +246,9 @@ def _redo_since(found: tuple[LaterCommit, list[str]], prior: tuple[Action, ...],
     since = tuple(a for a in prior if a.ts is not None and a.ts > later.when)
     if not since:
         return notes, [], None
-    if any(a.kind == "command" for a in since):
-        _snapshot(dest, branch)
     try:
-        redone, failed = redo_earlier(since, dest, root, cwd, backend=backend, limits=limits, live=live,
-                                      untracked=frozenset(recipe.untracked), restore=showing.write)
+        redone, failed = _redo(since, dest, recipe, root, cwd, live, backend=backend, limits=limits, branch=branch,
+                               showing=showing)
     except NotRebuilt as exc:
         return notes, [], NotRebuilt(f"{exc} (on later commit {later.sha[:12]}, redoing the earlier work done after "
                                      "it was made)")

@@ -244,24 +244,23 @@ def test_every_candidate_of_a_dirty_start_session_is_not_rebuilt(dirty):
         assert (row["status"], row["status_reason"]) == ("not_rebuilt", expected), row
 
 
-def test_a_dirty_start_the_session_read_whole_is_written_as_the_cli_showed_it_and_validates(dirty_read):
-    assert "return 2 * (width + height)" in (dirty_read.run.repo / DIRTY_FILE).read_text(), dirty_read.context()
-    tests = [r for r in _candidates(dirty_read.store) if r["kind"] == "test_command"]
+def _both_validated_from_what_the_session_showed(gen: Verified) -> None:
+    """Both tasks' tests validate on the commit with the dirty file written as the session showed it."""
+    tests = [r for r in _candidates(gen.store) if r["kind"] == "test_command"]
     assert len(tests) == 2, tests
     written = ("1 file(s) differed from the commit as the session began, written as the session's reads showed "
                f"them: {DIRTY_FILE}")
     for row in tests:
-        assert row["status"] == "validated", (row, dirty_read.context())
+        assert row["status"] == "validated", (row, gen.context())
         assert written in row["status_reason"], row
+
+
+def test_a_dirty_start_the_session_read_whole_is_written_as_the_cli_showed_it_and_validates(dirty_read):
+    assert "return 2 * (width + height)" in (dirty_read.run.repo / DIRTY_FILE).read_text(), dirty_read.context()
+    _both_validated_from_what_the_session_showed(dirty_read)
 
 
 def test_a_dirty_start_a_git_diff_showed_is_its_hunks_on_the_committed_blob_and_validates(dirty_diff):
     calls = query(dirty_diff.store, "SELECT output FROM tool_calls WHERE command LIKE 'git diff%'")
     assert calls and "index " in (calls[0]["output"] or ""), (calls, dirty_diff.context())
-    tests = [r for r in _candidates(dirty_diff.store) if r["kind"] == "test_command"]
-    assert len(tests) == 2, tests
-    written = ("1 file(s) differed from the commit as the session began, written as the session's reads showed "
-               f"them: {DIRTY_FILE}")
-    for row in tests:
-        assert row["status"] == "validated", (row, dirty_diff.context())
-        assert written in row["status_reason"], row
+    _both_validated_from_what_the_session_showed(dirty_diff)
