@@ -108,6 +108,9 @@ REASONS: tuple[ReasonRule, ...] = (
           "install it, or --backend bwrap"),
     _rule(_NO_ENV + r".*failed \(exit", "environment build failed", "see `logmine env show TASK`, or install the dependencies for --env-mode host"),
     _rule(_NO_ENV, "environment not provided", "docs/environments.md; --env-mode host|built|none"),
+    _rule(r"^environment differs from the session's: it ran (?P<what>Python [\d.]+)",
+          "environment differs from the session's",
+          "verify where the session's interpreter is: --env-mode host on the machine that ran it"),
     _rule(r"toolchain registry unreachable", "toolchain registry unreachable",
           "build once with network: docs/environments.md"),
     # grading

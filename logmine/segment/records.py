@@ -309,6 +309,7 @@ class TaskInput:
     # earlier sessions' patches (at other commits, same cwd) of the files untracked at this session's start
     carried: tuple[Action, ...] = ()
     shown: tuple[Shown, ...] = ()  # files as the session's reads showed them before its start or earlier work
+    python: str | None = None  # the Python (``3.10``) the session's commands ran, as their outputs show it
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.
@@ -324,6 +325,14 @@ ORDER BY seq
 """
 _CALLS_SQL = "SELECT call_id, exit_code, failed, left(output, 64) AS output FROM tool_calls WHERE source_path = ?"
 _TS_SQL = "SELECT seq, ts FROM events WHERE source_path = ? AND seq IN (SELECT unnest(?))"
+# where an output names the Python that ran: pytest's header, a traceback's or a venv's library path,
+# `python --version`; each call counts once per version
+_PYTHON_SQL = r"""
+SELECT v, count(DISTINCT call_id) AS calls FROM (
+  SELECT call_id, unnest(regexp_extract_all(output, '(?m)(?:platform \S+ -- Python |/python|^Python )(3\.\d+)', 1)) AS v
+  FROM tool_calls WHERE source_path = ? AND output LIKE '%ython%')
+GROUP BY v ORDER BY calls DESC, v DESC
+"""
 
 
 def read_tasks(store: Store, sql: str = "SELECT * FROM tasks ORDER BY source_path, index",
@@ -382,7 +391,16 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
         if task.start_state.prior_patches else {}
     return TaskInput(task, read_candidates(store, task), tuple(actions),
                      tuple(_prior_action(p, by_call, calls, when.get(p.seq)) for p in task.start_state.prior_patches
-                           if p.command is not None or p.call_id in by_call))
+                           if p.command is not None or p.call_id in by_call),
+                     python=session_python(store, path))
+
+
+def session_python(store: Store, path: str) -> str | None:
+    """The Python version (``3.10``) the commands of the session in ``path`` ran, as their outputs
+    name it (pytest's ``platform linux -- Python 3.10.12``, ``/usr/lib/python3.10/``, ``Python
+    3.10.12``): the one most calls show, or None when none shows one."""
+    found = store.con.execute(_PYTHON_SQL, [path]).fetchone()
+    return found[0] if found else None
 
 
 def _failed(calls: dict[str, dict], call_id: str | None) -> bool | None:

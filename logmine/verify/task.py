@@ -142,33 +142,63 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
         return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True, provided=provided)
     except NotRebuilt as exc:  # the replay showed the start tree was not the author's
         return _all(item, "not_rebuilt", str(exc), rebuilt=False, provided=provided)
-    refuted = _later_commit_refuted(item, state, after) or _project_file_missing(item, state, after)
+    refuted = _refuted(item, state, options, provided, after)
     if refuted:
-        return _all(item, "not_rebuilt", refuted, rebuilt=False, provided=provided)
+        return refuted
     note = "; ".join(p for p in (state.note, *problems) if p) or None
     rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed) for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
 
+def _refuted(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided,
+             after: dict[str, Grade]) -> TaskOutcome | None:
+    """The outcome of a task whose replayed tree is shown not to be the author's (``not_rebuilt``), or
+    None. A test the session saw pass that fails here refutes a start taken from a later commit, or
+    made from other sessions' patches or the session's reads, only where the interpreter is the one
+    the session ran: under another Python (argparse's ``conflicting subparser`` is an error from 3.11
+    on) its failure shows nothing of the start, and the task is ``unscored`` with both versions."""
+    refuted = _later_commit_refuted(item, state, after)
+    if refuted:
+        ran = _replay_python(state, options, provided) if item.python else None
+        if ran and ran != item.python:
+            return _all(item, "unscored", f"environment differs from the session's: it ran Python {item.python}, "
+                                          f"the replay Python {ran}; {refuted}", rebuilt=True, provided=provided)
+        made = "the later commit it was rebuilt from" if state.method == "later_commit" else \
+            "the untracked files made from earlier sessions' patches" if state.carried else \
+            "the files written as the session's reads showed them"
+        return _all(item, "not_rebuilt", f"start tree differed from commit and from {made}: {refuted}", rebuilt=False,
+                    provided=provided)
+    missing = _project_file_missing(item, state, after)
+    return _all(item, "not_rebuilt", missing, rebuilt=False, provided=provided) if missing else None
+
+
 def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, Grade]) -> str | None:
-    """Why a start taken from a commit made during the session (``later_commit``), or one holding
-    untracked files made from earlier sessions' patches or files written as the session's reads
-    showed them, is shown not to be the author's tree, or None:
-    a test the session ran after the task's last edit and saw pass fails after the replay, not for
-    want of a tool or package. Its patches applied, but the author had work the log does not show."""
+    """What shows a start taken from a commit made during the session (``later_commit``), or one
+    holding untracked files made from earlier sessions' patches or files written as the session's
+    reads showed them, not to be the author's tree, or None: a test the session ran after the task's
+    last edit and saw pass fails after the replay, not for want of a tool or package. Its patches
+    applied, but the author had work the log does not show."""
     if state.method != "later_commit" and not state.carried and not state.shown:
         return None
-    made = "the later commit it was rebuilt from" if state.method == "later_commit" else \
-        "the untracked files made from earlier sessions' patches" if state.carried else \
-        "the files written as the session's reads showed them"
     for c in item.candidates:
         if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
             continue
         grade_ = after[c.verifier_id]
         if grade_.passed is False and not MISSING.search(grade_.excerpt or ""):
-            return (f"start tree differed from commit and from {made}: `{c.command[:80]}` "
-                    f"passed in the session after the task's last edit and fails after the replay ({_failure(grade_)})")
+            return (f"`{c.command[:80]}` passed in the session after the task's last edit and fails after the "
+                    f"replay ({_failure(grade_)})")
     return None
+
+
+_PYTHON_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
+
+
+def _replay_python(state: RebuiltTree, options: VerifyOptions, provided: Provided) -> str | None:
+    """The Python version (``3.11``) that ``python3`` is in the task's sandbox, or None (none there)."""
+    with _open(state, options, provided) as box:
+        result = box.run(f'python3 -c "{_PYTHON_VERSION}"', cwd=state.cwd)
+    version = result.output.strip()
+    return version if result.exit_code == 0 and re.fullmatch(r"3\.\d+", version) else None
 
 
 _RAISED = re.compile(r"^(?:E\s+)?[\w.]*(?:Error|Exception)\b:")  # an exception's line: ImportError: cannot …

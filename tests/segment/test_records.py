@@ -18,6 +18,7 @@ from logmine.segment.records import (
     Task,
     load_task,
     read_tasks,
+    session_python,
 )
 from logmine.store import Store
 from logmine.store.tables import TASKS, VERIFIERS
@@ -113,3 +114,26 @@ def test_runs_stored_without_failed_read_it_from_the_exit_code():
            "runs": '[{"seq":3,"exit_code":2},{"seq":5,"exit_code":null},{"seq":9,"exit_code":0}]'}
     assert Candidate.from_row(row).runs == (Run(3, 2, True), Run(5, None, None), Run(9, 0, False))
     assert Run(7, None, failed=True).failed is True  # failed without a code (a sandbox denial, a time-out)
+
+
+def test_the_python_a_session_ran_is_the_one_most_of_its_outputs_name(tmp_path):
+    """pytest's header, a traceback's library path and ``python --version`` each name the Python that
+    ran; each call counts once, however often it names it. A version only a user's message names
+    (a CI log pasted in) is not the session's, nor is one in a command line."""
+    from session_builder import SessionBuilder
+    from session_builder import segmented as written
+
+    header = "============ test session starts ============\nplatform linux -- Python 3.10.12, pytest-8.4.2\n"
+    traceback = 'Traceback (most recent call last):\n  File "/home/u/p/.venv/lib/python3.12/site-packages/x.py"\n' * 3
+    b = (SessionBuilder(cwd=str(tmp_path / "p"), commit="0" * 40)
+         .user("Fix it; CI says /opt/hostedtoolcache/Python/3.11.14/x64/lib/python3.11/argparse.py fails")
+         .run("pytest -q", 1, header).run("python3.13 -c 'print(1)'", 0, "1\n").run("python --version", 0, "Python 3.10.12\n")
+         .run("pytest -q tests/x.py", 1, traceback).agent("Done."))
+    c = SessionBuilder(cwd=str(tmp_path / "q"), commit="0" * 40).user("Look").run("ls", 0, "a.py\n").agent("Done.")
+    store, _ = written(tmp_path, b, c)
+    with Store(store, read_only=True) as opened:
+        paths = {r["session_id"]: r["source_path"] for r in query(store, "SELECT session_id, source_path FROM sessions")}
+        assert session_python(opened, paths[b.session_id]) == "3.10"  # two calls name 3.10, one 3.12
+        assert session_python(opened, paths[c.session_id]) is None
+        task = read_tasks(opened, "SELECT * FROM tasks WHERE session_id = ?", [b.session_id])[0]
+        assert load_task(opened, task).python == "3.10"

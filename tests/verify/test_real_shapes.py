@@ -109,10 +109,10 @@ def _commit_at(repo: Path, when: str, files: dict[str, str], monkeypatch) -> str
     return _git(repo, "rev-parse", "HEAD")
 
 
-def _committed_during(tmp_path: Path, monkeypatch, sub_test: str) -> tuple[SessionBuilder, str]:
+def _committed_during(tmp_path: Path, monkeypatch, sub_test: str, failed_output: str = "") -> tuple[SessionBuilder, str]:
     """The author began with uncommitted work and committed it (with task 0's fix) while the session
     went on; a commit made after the session exists too. Returns the session and the commit made
-    during it."""
+    during it. ``failed_output``: what the session's first, failing test run printed."""
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-12-31T12:00:00Z")
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
     repo = tmp_path / "work" / "committing"
@@ -122,7 +122,7 @@ def _committed_during(tmp_path: Path, monkeypatch, sub_test: str) -> tuple[Sessi
     _commit_at(repo, "2026-01-02T00:00:00Z", {"test_calc.py": TEST_CALC_LATER}, monkeypatch)  # after the session
     dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
     b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
-                 .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed."), sub_test)
+                 .user("Fix add").run(TESTS, 1, failed_output).patch(dirty_fix).run(TESTS, 0).agent("Fixed."), sub_test)
     return b, during
 
 
@@ -153,6 +153,41 @@ def test_a_later_commit_whose_tree_fails_the_sessions_passing_test_is_a_dirty_st
                for r in later), later
     assert all("fails after the replay (" in r["status_reason"] and "LIMIT" in r["status_reason"]
                for r in later), [r["status_reason"] for r in later]  # what failed: the import of LIMIT
+
+
+def _sandbox_python() -> str:
+    found = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                           capture_output=True, text=True, check=True)
+    return found.stdout.strip()
+
+
+@pytest.mark.parametrize("other", [True, False], ids=["another-python", "same-python"])
+def test_a_later_commit_failing_under_another_python_than_the_sessions_is_no_dirty_start(tmp_path, monkeypatch, other):
+    """The session's traceback shows the Python it ran. Where the replay's differs, the passing test
+    that fails after the replay says nothing of the start (3.11 made argparse's duplicate subparsers
+    an error): the task is unscored with both versions, never a dirty start. Under the same Python
+    it stays a dirty start."""
+    ran = _sandbox_python()
+    shown = ("3.12" if ran == "3.10" else "3.10") if other else ran
+    traceback = (f'Traceback (most recent call last):\n  File "/usr/lib/python{shown}/unittest/case.py", line 57\n'
+                 "AssertionError: -1 != 5\n")
+    b, _ = _committed_during(tmp_path, monkeypatch, SUB_TEST.replace("from calc import sub", "from calc import LIMIT, sub"),
+                             traceback)
+    store, _ = _verify(tmp_path, b)
+    later = [r for (index, *_), r in _rows(store, b).items() if index == 1]
+    if not other:
+        assert {r["status"] for r in later} == {"not_rebuilt"}, later
+        assert all(r["status_reason"].startswith("start tree differed from commit") for r in later), later
+        return
+    assert {r["status"] for r in later} == {"unscored"}, later
+    assert all(r["status_reason"].startswith(f"environment differs from the session's: it ran Python {shown}, the "
+                                             f"replay Python {ran}; `python3 -B -m unittest -q test_sub` passed in the "
+                                             "session after the task's last edit and fails after the replay (")
+               for r in later), [r["status_reason"] for r in later]
+    from logmine.export.funnel import read_funnel
+
+    stopped = {r.category: r for r in read_funnel(store).step("validated").stopped}
+    assert stopped["environment differs from the session's"].subjects == ((f"Python {shown}", 1),), stopped
 
 
 def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
