@@ -5,7 +5,7 @@ Kinds, strengths and their TMax mapping (TMax's taxonomy: ``exact_text`` for an 
 
 | kind            | when                                                          | strength | tmax_kind        |
 |-----------------|---------------------------------------------------------------|----------|------------------|
-| test_command    | fail_to_pass: a run failed, the last run after the last edit passed | 1.0 | test_pass        |
+| test_command    | fail_to_pass: a run failed before an edit, the last run after the last edit passed | 1.0 | test_pass |
 | test_command    | passed after the last edit, no failing run seen               | 0.6      | test_pass        |
 | test_command    | ran after the last edit and failed                            | 0.2      | test_pass        |
 | test_command    | never ran after the last edit                                 | 0.3      | test_pass        |
@@ -17,7 +17,8 @@ A file_diff whose task also edited files through shell commands is ``incomplete`
 the patches do not tell the whole change. Verify later keeps only candidates that fail on the
 task's start state and pass after its replay.
 
-A run failed when it exited non-zero or its output says it failed without a code (``failed`` in the
+A run that failed after the task's last edit and then passed (``pip install -e .`` between them, a
+flaky test) is no fail → pass: no edit of the task made it pass. A run failed when it exited non-zero or its output says it failed without a code (``failed`` in the
 ``tool_calls`` view); it passed only when it exited 0. A run whose outcome is unknown is neither.
 """
 
@@ -76,9 +77,10 @@ def _test_candidate(task_id: str, session_id: str | None, runs: list[dict], last
                     tests: tuple[HiddenTest, ...], cwd: str | None) -> Candidate:
     last = runs[-1]
     after_edit = last_edit is None or last["seq"] > last_edit
-    failed_before = any(_failed(r) is True for r in runs[:-1])
+    # a failure an edit followed: one after the last edit was mended by an install or a rerun, not by the task's code
+    failed_before = last_edit is not None and any(_failed(r) is True and r["seq"] < last_edit for r in runs[:-1])
     passed = _failed(last) is False
-    fail_to_pass = after_edit and passed and failed_before and last_edit is not None
+    fail_to_pass = after_edit and passed and failed_before
     if fail_to_pass:
         strength = 1.0
     elif after_edit:

@@ -38,6 +38,15 @@ def test_an_earlier_failure_without_a_code_counts(first, stored, fail_to_pass):
     assert found.runs == (stored, Run(8, 0, False))
 
 
+@pytest.mark.parametrize(("failed_at", "fail_to_pass"), [(2, True), (6, False)], ids=["before-the-edit", "after-it"])
+def test_only_a_failure_an_edit_followed_makes_fail_to_pass(failed_at, fail_to_pass):
+    """A run that failed after the task's last edit (seq 5) and passed after ``pip install -e .``,
+    with no edit between, was mended by the install, not by the task's code."""
+    found = _test_candidate({"seq": failed_at, "exit_code": 2}, {"seq": 8, "exit_code": 0})
+    assert found.fail_to_pass is fail_to_pass
+    assert found.strength == (1.0 if fail_to_pass else 0.6)
+
+
 def test_a_last_run_that_failed_without_a_code_is_not_a_pass():
     found = _test_candidate({"seq": 2, "exit_code": 1}, {"seq": 8, "exit_code": None, "failed": True})
     assert not found.fail_to_pass and found.strength == 0.2
