@@ -45,7 +45,8 @@ _RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 _TARGETED = {"sed", "perl", "mv", "cp", "rm", "touch", "truncate", "install", "ln", "mkdir", "rmdir", "chmod",
              "tee", "cat", "echo", "printf", "patch"}
 _FORMATTER = re.compile(r"(?:^|\s)(?:--write|--fix)\b|\b(?:fmt|black|prettier|gofmt|rustfmt|ruff format|biome format)\b")
-# Commands that read files and write none a start holds (build and check tools write ignored output).
+# Commands that read files and write none a start holds (build and check tools write ignored output; `export`,
+# `set` and a venv's `activate` change the shell's variables only).
 _READ_ONLY = re.compile(
     r"(?:\S*/)?(?:cat|head|tail|sed|nl|wc|rg|grep|egrep|ls|find|fd|tree|stat|file|du|df|diff|cmp|sort|uniq|cut|tr|"
     r"awk|jq|yq|echo|printf|pwd|date|which|type|command|basename|dirname|realpath|readlink|env|printenv|uname|"
@@ -54,7 +55,7 @@ _READ_ONLY = re.compile(
     r"git\s+(?:status|diff|log|show|branch|rev-parse|ls-files|grep|blame|remote|config|fetch|add|commit|push|tag|"
     r"describe|shortlog|worktree\s+list)|(?:npm|pnpm|yarn|bun)\s+(?:ls|list|view|info|outdated|why|config\s+get|"
     r"(?:run\s+)?(?:lint|type-?check|typecheck|check|build|tsc))|pip[0-9.]*\s+(?:list|show|freeze)|"
-    r"(?:python[0-9.]*|node)\s+--version)(?:\s|$)")
+    r"(?:python[0-9.]*|node)\s+--version|export|unset|set|(?:source|\.)\s+\S*bin/activate(?:\.\w+)?)(?:\s|$)")
 
 
 @dataclass(frozen=True, slots=True)

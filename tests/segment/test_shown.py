@@ -113,10 +113,11 @@ def test_a_read_after_an_earlier_patch_shows_the_task_start_when_nothing_changed
 
 def test_only_reads_tests_and_checks_leave_every_file_as_it_was():
     for command in ("git status --short", "rg -n foo src", "ls -la && cat README.md", "npm run type-check",
-                    "cargo clippy", "git add -A && git commit -m wip", "pytest -q"):
+                    "cargo clippy", "git add -A && git commit -m wip", "pytest -q",
+                    "source .venv/bin/activate && export PYTHONPATH=src && pytest -q", "set -e; unset CI; . venv/bin/activate"):
         assert _text([_read(1, command, ""), _read(2, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}, command
     for command in ("node scripts/gen.js", "npm run db:migrate", "python -c 'open(\"g.txt\", \"w\")'", "make gen",
-                    "curl -o g.txt https://example.com"):
+                    "curl -o g.txt https://example.com", "source scripts/env.sh && ls"):
         assert _text([_read(1, command, ""), _read(2, "cat g.txt", "g\n")]) == {}, command
 
 
