@@ -146,7 +146,9 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
     if refuted:
         return refuted
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed) for c in item.candidates]
+    python = _other_python(item, state, options, provided) if any(g.passed is False for g in after.values()) else None
+    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed, python)
+            for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
 
@@ -159,10 +161,10 @@ def _refuted(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provid
     on) its failure shows nothing of the start, and the task is ``unscored`` with both versions."""
     refuted = _later_commit_refuted(item, state, after)
     if refuted:
-        ran = _replay_python(state, options, provided) if item.python else None
-        if ran and ran != item.python:
-            return _all(item, "unscored", f"environment differs from the session's: it ran Python {item.python}, "
-                                          f"the replay Python {ran}; {refuted}", rebuilt=True, provided=provided)
+        python = _other_python(item, state, options, provided)
+        if python:
+            return _all(item, "unscored", f"environment differs from the session's: {python}; {refuted}",
+                        rebuilt=True, provided=provided)
         made = "the later commit it was rebuilt from" if state.method == "later_commit" else \
             "the untracked files made from earlier sessions' patches" if state.carried else \
             "the files written as the session's reads showed them"
@@ -193,12 +195,17 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
 _PYTHON_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
 
 
-def _replay_python(state: RebuiltTree, options: VerifyOptions, provided: Provided) -> str | None:
-    """The Python version (``3.11``) that ``python3`` is in the task's sandbox, or None (none there)."""
+def _other_python(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided) -> str | None:
+    """``it ran Python 3.10, the replay Python 3.11`` when ``python3`` in the task's sandbox is another
+    version than the one the session's outputs name, else None (the same, or either unknown)."""
+    if not item.python:
+        return None
     with _open(state, options, provided) as box:
         result = box.run(f'python3 -c "{_PYTHON_VERSION}"', cwd=state.cwd)
-    version = result.output.strip()
-    return version if result.exit_code == 0 and re.fullmatch(r"3\.\d+", version) else None
+    ran = result.output.strip()
+    if result.exit_code != 0 or not re.fullmatch(r"3\.\d+", ran) or ran == item.python:
+        return None
+    return f"it ran Python {item.python}, the replay Python {ran}"
 
 
 _RAISED = re.compile(r"^(?:E\s+)?[\w.]*(?:Error|Exception)\b:")  # an exception's line: ImportError: cannot …
@@ -341,13 +348,15 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
 
 
 def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided,
-         dependencies: str | None = None) -> dict:
+         dependencies: str | None = None, python: str | None = None) -> dict:
     if before.passed is None or after.passed is None:
         which = "start state" if before.passed is None else "replayed state"
         status, reason = "unscored", f"could not grade on the {which}: {(before if before.passed is None else after).excerpt[:200]}"
     elif before.passed:
         status, reason = "passes_at_start", "the candidate already passes on the start state"
     elif not after.passed:
+        if python:  # another interpreter than the session's: it may be why
+            note = f"the session's Python is not the replay's: {python}" + (f"; {note}" if note else "")
         if dependencies:  # first: the likeliest reason, whatever else the replay noted
             note = f"the task changed the dependencies in {dependencies}: the sandbox has no network to install them" + (
                 f"; {note}" if note else "")

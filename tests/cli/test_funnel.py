@@ -77,6 +77,11 @@ ADD_MUL = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n    
      "by design", None),
     ("could not grade on the start state: sandbox failed to start (exit 1): bwrap: Can't chdir to /x",
      "sandbox could not start", "--backend", None),
+    ("environment differs from the session's: it ran Python 3.10, the replay Python 3.11; `pytest -q` passed in the "
+     "session after the task's last edit and fails after the replay (exit 1)", "environment differs from the session's",
+     "--env-mode host", "Python 3.10"),
+    ("the candidate still fails after the replay (the session's Python is not the replay's: it ran Python 3.12, the "
+     "replay Python 3.11)", "environment differs from the session's", "--env-mode host", "Python 3.12"),
     ("export failed: KeyError: 'x'", "export failed", "report it", "KeyError"),
     ("subagent:review session of 0199", "sub-agent session", "by design", "subagent:review"),
     ("does not reproduce: reward 0 after solution/solve.sh (the task uses .env, left out of the seeds)",

@@ -190,6 +190,25 @@ def test_a_later_commit_failing_under_another_python_than_the_sessions_is_no_dir
     assert stopped["environment differs from the session's"].subjects == ((f"Python {shown}", 1),), stopped
 
 
+@pytest.mark.parametrize("other", [True, False], ids=["another-python", "same-python"])
+def test_a_test_that_still_fails_under_another_python_says_so(tmp_path, other):
+    """The session saw its test pass after a patch that leaves add wrong here: still failing after
+    the replay, and where the replay's Python is not the session's, the reason says so first."""
+    ran = _sandbox_python()
+    shown = ("3.12" if ran == "3.10" else "3.10") if other else ran
+    repo = tmp_path / "work" / "proj"
+    commit = calc_repo(repo)
+    comment = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n+    # sums a and b\n     return a - b\n*** End Patch\n"
+    b = (SessionBuilder(cwd=str(repo), commit=commit)
+         .user("Fix add").run(TESTS, 1, f'  File "/usr/lib/python{shown}/unittest/case.py", line 57\n')
+         .patch(comment).run(TESTS, 0).agent("Fixed."))
+    store, _ = _verify(tmp_path, b)
+    row = _rows(store, b)[(0, "test_command", None)]
+    assert row["status"] == "fails_after", row
+    said = f"the candidate still fails after the replay (the session's Python is not the replay's: it ran Python {shown}"
+    assert row["status_reason"].startswith(said) is other, row["status_reason"]
+
+
 def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
     """macOS's ``sed -i ''`` fails under GNU sed: the later patch then misses its edit. That is a replay
     gap, said as such, never "start tree differed"."""
