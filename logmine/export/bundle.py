@@ -32,6 +32,7 @@ from logmine.patch import PatchError, apply_patch, rooted, within
 from logmine.redact import Redactor
 from logmine.redact.files import copy_tree
 from logmine.sandbox import backend_unavailable
+from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Candidate
 from logmine.testresults import instrument
 from logmine.workspace.edits import PatchWrites, replay_patches, retried
@@ -220,18 +221,23 @@ def grade_files(verifier: Candidate, expected: dict[str, str | None]) -> tuple[s
 def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) -> str:
     """The task's original actions as a script: commands verbatim (the original repository path
     rewritten to /workspace), each patch as the file writes it made, computed on ``scratch`` (the
-    start tree, left as the actions leave it). Patches are applied alone first; where one fails after
-    a command (its file made by a project script), the actions are replayed, commands included, in a
-    bwrap sandbox, and that replay's writes are kept when more patches apply in it."""
+    start tree, left as the actions leave it). Patches are applied alone first. The actions are
+    replayed, commands included, in a bwrap sandbox where one patch fails after a command (its file
+    made by a project script), or where a command that may edit files (``python - <<'PY' …
+    write_text``, ``sed -i``) comes before a patch: a patch's writes computed without that edit would
+    undo it. That replay's writes are kept when more patches apply in it, or, after such an edit, as
+    many."""
     pristine = None
     if _command_before_a_patch(actions) and backend_unavailable("bwrap") is None:
         pristine = scratch.with_name(scratch.name + "-replay")
         shutil.copytree(scratch, pristine, symlinks=True)
     writes = _patches_alone(actions, scratch, root, cwd)
     failed = sum(isinstance(w, str) for w in writes.values())
-    if pristine is not None and failed:
+    edited = _edit_before_a_patch(actions)
+    if pristine is not None and (failed or edited):
         replayed = replay_patches(actions, pristine, root, cwd)
-        if sum(isinstance(w, str) for w in replayed.values()) < failed:
+        still = sum(isinstance(w, str) for w in replayed.values())
+        if still < failed or (edited and still == failed):
             writes = replayed
             shutil.rmtree(scratch)
             pristine.rename(scratch)
@@ -242,6 +248,13 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
 
 def _command_before_a_patch(actions: tuple[Action, ...]) -> bool:
     first = next((i for i, a in enumerate(actions) if a.kind == "command"), None)
+    return first is not None and any(a.kind == "patch" for a in actions[first:])
+
+
+def _edit_before_a_patch(actions: tuple[Action, ...]) -> bool:
+    """Does a command that may edit files (and runs no tests) come before one of the patches?"""
+    classifier = packaged_classifier()
+    first = next((i for i, a in enumerate(actions) if a.kind == "command" and classifier.redone(a.command or "")), None)
     return first is not None and any(a.kind == "patch" for a in actions[first:])
 
 

@@ -82,3 +82,28 @@ def test_a_solution_that_writes_a_large_file_is_checked_whole(tmp_path):
     script = solve_sh(actions, tmp_path, ROOT, ROOT)
     assert len(script) > 300_000 and syntax_error(script) is None
     assert syntax_error(script + "\nif then\n").startswith("bash: line")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_a_patch_after_a_shell_edit_of_its_file_keeps_that_edit(tmp_path):
+    """A real task fixed ``add`` with a patch, renamed a function with a Python heredoc, then patched
+    ``sub``. Applied alone, the last patch still applies, but the file it writes lacks the rename:
+    its whole-file write undid the heredoc's edit, and the bundle's grader failed its own solution."""
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a + b\n")
+    rename = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('calc.py')\n"
+              "p.write_text(p.read_text().replace('def add(', 'def plus('))\nPY")
+    fix_sub = "*** Begin Patch\n*** Update File: calc.py\n@@\n def sub(a, b):\n-    return a + b\n+    return a - b\n*** End Patch\n"
+    actions = (Action(0, "patch", "c1", ops=tuple(parse_patch(FIX)), workdir=ROOT),
+               Action(1, "command", "c2", command=rename, workdir=ROOT),
+               Action(2, "patch", "c3", ops=tuple(parse_patch(fix_sub)), workdir=ROOT))
+    scratch = tmp_path / "scratch"
+    shutil.copytree(start, scratch)
+    script = tmp_path / "solve.sh"
+    script.write_text(solve_sh(actions, scratch, ROOT, ROOT))
+    end = "def plus(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    assert (scratch / "calc.py").read_text() == end  # what the grader expects is the replay's
+    subprocess.run(["bash", str(script)], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
+                   capture_output=True, cwd=tmp_path, check=True)
+    assert (start / "calc.py").read_text() == end, script.read_text()
