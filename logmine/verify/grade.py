@@ -16,6 +16,7 @@ an infrastructure failure is never a fail.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -27,6 +28,10 @@ from logmine.testresults import TestReport, run_tests
 from logmine.workspace import read_inside, within
 
 EXCERPT = 600
+# a run's line saying the environment lacked something no tree holds: a service that refused the
+# connection (a database the tests' setup reaches), a workspace package that was never built
+_UNAVAILABLE = re.compile(r"(?m)^.*(?:\bECONNREFUSED\b|Connection refused|could not connect to server|"
+                          r"Can't connect to (?:local )?MySQL server|Failed to resolve entry for package).*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,7 @@ class Grade:
     excerpt: str = ""
     runner: str | None = None  # the test runner that reported each test (None: graded by exit code only)
     tests: TestReport | None = None
+    unavailable: str | None = None  # a line of the whole output naming a service or build the environment lacked
 
 
 def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | None]) -> Grade:
@@ -63,7 +69,9 @@ def grade(sandbox, candidate: Candidate, cwd: str, expected: dict[str, str | Non
     if result.unscored:
         reason = result.error or f"grader timed out after {result.duration_s:.0f} s"
         return Grade(None, result.exit_code, result.duration_s, f"{reason}\n{excerpt}".strip())
-    return Grade(result.exit_code == 0, result.exit_code, result.duration_s, excerpt, run.runner, run.report)
+    unavailable = _UNAVAILABLE.search(result.output) if result.exit_code != 0 else None
+    return Grade(result.exit_code == 0, result.exit_code, result.duration_s, excerpt, run.runner, run.report,
+                 redact_text(unavailable.group(0).strip()[:200]) if unavailable else None)
 
 
 def _file_diff(workspace: Path, mount_at: str, candidate: Candidate, cwd: str,

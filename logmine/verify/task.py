@@ -178,15 +178,16 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
     """What shows a start taken from a commit made during the session (``later_commit``), or one
     holding untracked files made from earlier sessions' patches or files written as the session's
     reads showed them, not to be the author's tree, or None: a test the session ran after the task's
-    last edit and saw pass fails after the replay, not for want of a tool or package. Its patches
-    applied, but the author had work the log does not show."""
+    last edit and saw pass fails after the replay, not for want of a tool or package, nor of a service
+    or build its run names (``connect ECONNREFUSED 127.0.0.1:5432``: the suite's setup reaches a
+    database). Its patches applied, but the author had work the log does not show."""
     if state.method != "later_commit" and not state.carried and not state.shown:
         return None
     for c in item.candidates:
         if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
             continue
         grade_ = after[c.verifier_id]
-        if grade_.passed is False and not MISSING.search(grade_.excerpt or ""):
+        if grade_.passed is False and not MISSING.search(grade_.excerpt or "") and not grade_.unavailable:
             return (f"`{c.command[:80]}` passed in the session after the task's last edit and fails after the "
                     f"replay ({_failure(grade_)})")
     return None

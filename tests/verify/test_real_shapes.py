@@ -155,6 +155,21 @@ def test_a_later_commit_whose_tree_fails_the_sessions_passing_test_is_a_dirty_st
                for r in later), [r["status_reason"] for r in later]  # what failed: the import of LIMIT
 
 
+def test_a_later_commit_whose_passing_test_needs_a_database_here_is_no_dirty_start(tmp_path, monkeypatch):
+    """The session's test passed against the author's database; in the sandbox its setup's connection
+    is refused. That failure says nothing of the start: the task is no dirty start, its test does not
+    validate, and the file diffs that the later commit's tree does explain do."""
+    needs_db = SUB_TEST.replace("class S(unittest.TestCase):\n",
+                                "class S(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+                                "        import socket\n        socket.create_connection(('127.0.0.1', 5432), 2).close()\n\n")
+    b, _ = _committed_during(tmp_path, monkeypatch, needs_db)
+    store, _ = _verify(tmp_path, b)
+    later = {(kind, mode): r for (index, kind, mode), r in _rows(store, b).items() if index == 1}
+    assert not any(r["status_reason"] and r["status_reason"].startswith("start tree differed") for r in later.values()), later
+    assert later[("test_command", None)]["status"] == "fails_after", later
+    assert later[("file_diff", "exact")]["status"] == "validated", later
+
+
 def _sandbox_python() -> str:
     found = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                            capture_output=True, text=True, check=True)
