@@ -1,7 +1,7 @@
 """End to end: shapes of real sessions, made by the real Codex CLI, verified as real sessions need.
 
-Four scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
-``scenarios/dirty_start_diff``), each run with every CLI
+Five scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
+``scenarios/dirty_start_diff``, ``scenarios/shell_edit_between_patches``), each run with every CLI
 generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.0: ``shell``, and
 ``apply_patch`` through it), then ingested, segmented and verified with bwrap:
 
@@ -17,7 +17,10 @@ generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.
 * ``dirty_start_read``: the same, but the agent read ``calc.py`` whole (``cat calc.py``) before its
   first patch: the rebuild writes it as the CLI's output showed it, and both tasks validate;
 * ``dirty_start_diff``: the same, but the agent looked at the change with ``git diff -- calc.py``: its
-  hunks on the committed blob, checked against the work tree's blob id the diff printed, are the start.
+  hunks on the committed blob, checked against the work tree's blob id the diff printed, are the start;
+* ``shell_edit_between_patches``: one task changes ``units.py`` with a ``python3`` heredoc, then
+  patches it where the heredoc did not: ``validated``, and its TMax bundle reproduces 0 -> 1 (its
+  solution's write of the patched file keeps the heredoc's edit).
 
 Skips: no Codex CLI (``.ci/install-codex.sh``), no ``node``/``git``/``bwrap``.
 """
@@ -41,7 +44,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None,
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("0.171.0", "0.45.0")
-SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read", "dirty_start_diff")
+SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read", "dirty_start_diff", "shell_edit_between_patches")
 PKG_TEST = "cd pkg && python3 -m unittest -q"
 LIB_TEST = "cd lib && PYTHONPATH=src python3 -m unittest discover -s tests -q"
 SHELL_EDITED = "lib/src/units.py"
@@ -150,6 +153,11 @@ def dirty_read(version, tmp_path_factory) -> Verified:
 @pytest.fixture(scope="module")
 def dirty_diff(version, tmp_path_factory) -> Verified:
     return generated("dirty_start_diff", version, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def between(version, tmp_path_factory) -> Verified:
+    return generated("shell_edit_between_patches", version, tmp_path_factory)
 
 
 def _tasks(store: Path) -> list[dict]:
@@ -264,3 +272,20 @@ def test_a_dirty_start_a_git_diff_showed_is_its_hunks_on_the_committed_blob_and_
     calls = query(dirty_diff.store, "SELECT output FROM tool_calls WHERE command LIKE 'git diff%'")
     assert calls and "index " in (calls[0]["output"] or ""), (calls, dirty_diff.context())
     _both_validated_from_what_the_session_showed(dirty_diff)
+
+
+# --------------------------------------------------------------------------------------------------
+# shell_edit_between_patches
+# --------------------------------------------------------------------------------------------------
+
+def test_a_bundle_whose_task_patched_a_file_after_a_shell_edit_keeps_the_edit_and_reproduces(between, tmp_path):
+    from logmine.export.tmax import TmaxExportConfig, export_tmax
+
+    assert "KIB = 1024" in (between.run.repo / "units.py").read_text(), between.context()  # the heredoc ran
+    (task,) = _tasks(between.store)
+    row = _test_command(between.store, task["task_id"], "python3 -m unittest -q")
+    assert row["status"] == "validated", (row, between.context())
+    summary = export_tmax(TmaxExportConfig(store=between.store, out=tmp_path / "out"))
+    assert (summary.rows, summary.reproduced) == (1, 1), summary  # checked: reward 0 on the seeds, 1 after solve.sh
+    solve = (tmp_path / "out" / "tasks" / task["task_id"] / "solution" / "solve.sh").read_text()
+    assert "KIB = 1024" in solve and "def mib(n):" in solve, solve  # the patch's write holds both edits
