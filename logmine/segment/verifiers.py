@@ -17,9 +17,10 @@ A file_diff whose task also edited files through shell commands is ``incomplete`
 the patches do not tell the whole change. Verify later keeps only candidates that fail on the
 task's start state and pass after its replay.
 
-A run that failed after the task's last edit and then passed (``pip install -e .`` between them, a
-flaky test) is no fail → pass: no edit of the task made it pass. A run failed when it exited non-zero or its output says it failed without a code (``failed`` in the
-``tool_calls`` view); it passed only when it exited 0. A run whose outcome is unknown is neither.
+A run failed when it exited non-zero or its output says it failed without a code (``failed`` in the
+``tool_calls`` view); it passed only when it exited 0. A run whose outcome is unknown is neither. A
+run that failed after the task's last edit and then passed (``pip install -e .`` between them, a
+flaky test) makes no fail → pass: no edit of the task made it pass.
 """
 
 from __future__ import annotations
