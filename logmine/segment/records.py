@@ -351,7 +351,8 @@ def read_candidates(store: Store, task: Task) -> tuple[Candidate, ...]:
 def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
     """A task with its candidates, replayable actions and the earlier patches its start state needs.
 
-    ``calls_by_file`` caches each session file's tool calls across the tasks of one run.
+    ``calls_by_file`` caches each session file's tool calls across the tasks of one run, and the
+    Python they ran (:func:`session_python`, under the key ``PATH\0python``).
     Interactive ``write_stdin`` polls are not actions; a patch that did not apply is not either, nor
     are the actions of a Claude Code branch the session abandoned inside the task's span
     (:mod:`logmine.segment.branches`).
@@ -361,6 +362,9 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
     if path not in cache:
         cache[path] = {c["call_id"]: c for c in fetch_dicts(con.execute(_CALLS_SQL, [path]))}
     calls = cache[path]
+    if f"{path}\0python" not in cache:
+        cache[f"{path}\0python"] = {"version": session_python(store, path)}
+    python = cache[f"{path}\0python"]["version"]
     prior = [p.call_id for p in task.start_state.prior_patches if p.command is None]
     by_call: dict[str, list[Event]] = {}
     if prior:
@@ -392,7 +396,7 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
     return TaskInput(task, read_candidates(store, task), tuple(actions),
                      tuple(_prior_action(p, by_call, calls, when.get(p.seq)) for p in task.start_state.prior_patches
                            if p.command is not None or p.call_id in by_call),
-                     python=session_python(store, path))
+                     python=python)
 
 
 def session_python(store: Store, path: str) -> str | None:
