@@ -136,32 +136,32 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target)
     try:
-        after, expected, problems = _replay_and_grade(item, state, options, provided)
+        after, expected, problems, ran = _replay_and_grade(item, state, options, provided)
         before = _grade_all(item, state, options, provided, expected)
     except SandboxError as exc:
         return _all(item, "unscored", f"sandbox could not start: {exc}", rebuilt=True, provided=provided)
     except NotRebuilt as exc:  # the replay showed the start tree was not the author's
         return _all(item, "not_rebuilt", str(exc), rebuilt=False, provided=provided)
-    refuted = _refuted(item, state, options, provided, after)
+    python = _other_python(item.python, ran)
+    refuted = _refuted(item, state, provided, after, python)
     if refuted:
         return refuted
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    python = _other_python(item, state, options, provided) if any(g.passed is False for g in after.values()) else None
     rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed, python)
             for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
 
-def _refuted(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided,
-             after: dict[str, Grade]) -> TaskOutcome | None:
+def _refuted(item: TaskInput, state: RebuiltTree, provided: Provided, after: dict[str, Grade],
+             python: str | None) -> TaskOutcome | None:
     """The outcome of a task whose replayed tree is shown not to be the author's (``not_rebuilt``), or
     None. A test the session saw pass that fails here refutes a start taken from a later commit, or
     made from other sessions' patches or the session's reads, only where the interpreter is the one
     the session ran: under another Python (argparse's ``conflicting subparser`` is an error from 3.11
-    on) its failure shows nothing of the start, and the task is ``unscored`` with both versions."""
+    on) its failure shows nothing of the start, and the task is ``unscored`` with both versions
+    (``python``: :func:`_other_python`)."""
     refuted = _later_commit_refuted(item, state, after)
     if refuted:
-        python = _other_python(item, state, options, provided)
         if python:
             return _all(item, "unscored", f"environment differs from the session's: {python}; {refuted}",
                         rebuilt=True, provided=provided)
@@ -196,17 +196,19 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
 _PYTHON_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
 
 
-def _other_python(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided) -> str | None:
-    """``it ran Python 3.10, the replay Python 3.11`` when ``python3`` in the task's sandbox is another
-    version than the one the session's outputs name, else None (the same, or either unknown)."""
-    if not item.python:
-        return None
-    with _open(state, options, provided) as box:
-        result = box.run(f'python3 -c "{_PYTHON_VERSION}"', cwd=state.cwd)
+def _python_in(box, cwd: str) -> str | None:
+    """The Python version (``3.11``) that ``python3`` is in ``box``, or None (no ``python3`` there)."""
+    result = box.run(f'python3 -c "{_PYTHON_VERSION}"', cwd=cwd)
     ran = result.output.strip()
-    if result.exit_code != 0 or not re.fullmatch(r"3\.\d+", ran) or ran == item.python:
+    return ran if result.exit_code == 0 and re.fullmatch(r"3\.\d+", ran) else None
+
+
+def _other_python(session: str | None, ran: str | None) -> str | None:
+    """``it ran Python 3.10, the replay Python 3.11`` when the replay's Python (``ran``) is another
+    version than the one the session's outputs name, else None (the same, or either unknown)."""
+    if not session or not ran or ran == session:
         return None
-    return f"it ran Python {item.python}, the replay Python {ran}"
+    return f"it ran Python {session}, the replay Python {ran}"
 
 
 _RAISED = re.compile(r"^(?:E\s+)?[\w.]*(?:Error|Exception)\b:")  # an exception's line: ImportError: cannot …
@@ -320,7 +322,10 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
                     failed.append((action.seq, action.command))
         expected = _end_contents(item.candidates, base / os.path.relpath(state.cwd, state.root))
         grades = {c.verifier_id: grade(box, c, state.cwd, expected) for c in _grading_order(item.candidates)}
-    return grades, expected, problems
+        # which Python a failing grade ran, asked where it ran: a refuted start or a fails_after may be its doing
+        failing = item.python and any(g.passed is False for g in grades.values())
+        ran = _python_in(box, state.cwd) if failing else None
+    return grades, expected, problems, ran
 
 
 def inside(workdir: str | None, state: RebuiltTree) -> str:
