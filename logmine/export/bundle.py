@@ -20,6 +20,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -228,12 +229,12 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
     undo it. That replay's writes are kept when more patches apply in it, or, after such an edit, as
     many."""
     pristine = None
-    if _command_before_a_patch(actions) and backend_unavailable("bwrap") is None:
+    if _before_a_patch(actions, lambda command: True) and backend_unavailable("bwrap") is None:
         pristine = scratch.with_name(scratch.name + "-replay")
         shutil.copytree(scratch, pristine, symlinks=True)
     writes = _patches_alone(actions, scratch, root, cwd)
     failed = sum(isinstance(w, str) for w in writes.values())
-    edited = _edit_before_a_patch(actions)
+    edited = _before_a_patch(actions, packaged_classifier().redone)  # a command that may edit files, no test
     if pristine is not None and (failed or edited):
         replayed = replay_patches(actions, pristine, root, cwd)
         still = sum(isinstance(w, str) for w in replayed.values())
@@ -246,15 +247,9 @@ def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) ->
     return _script(actions, writes, root, cwd)
 
 
-def _command_before_a_patch(actions: tuple[Action, ...]) -> bool:
-    first = next((i for i, a in enumerate(actions) if a.kind == "command"), None)
-    return first is not None and any(a.kind == "patch" for a in actions[first:])
-
-
-def _edit_before_a_patch(actions: tuple[Action, ...]) -> bool:
-    """Does a command that may edit files (and runs no tests) come before one of the patches?"""
-    classifier = packaged_classifier()
-    first = next((i for i, a in enumerate(actions) if a.kind == "command" and classifier.redone(a.command or "")), None)
+def _before_a_patch(actions: tuple[Action, ...], which: Callable[[str], bool]) -> bool:
+    """Does a command ``which`` picks come before one of the patches?"""
+    first = next((i for i, a in enumerate(actions) if a.kind == "command" and which(a.command or "")), None)
     return first is not None and any(a.kind == "patch" for a in actions[first:])
 
 

@@ -53,6 +53,8 @@ _BY_DESIGN = "by design: nothing to do"
 _BUG = "unexpected: report it with the reason (logmine yield --json)"
 _FAILS_AFTER = r"^the candidate still fails after the replay \(.*"
 _NO_ENV = r"^environment not provided: "
+_OTHER_PYTHON = ("environment differs from the session's",
+                 "verify where the session's interpreter is: --env-mode host on the machine that ran it")
 
 #: Reason → (category, hint), first match wins; extend it here. Reasons that no rule matches are
 #: grouped by their first clause (the text before " (" or ":"), without a hint.
@@ -108,9 +110,7 @@ REASONS: tuple[ReasonRule, ...] = (
           "install it, or --backend bwrap"),
     _rule(_NO_ENV + r".*failed \(exit", "environment build failed", "see `logmine env show TASK`, or install the dependencies for --env-mode host"),
     _rule(_NO_ENV, "environment not provided", "docs/environments.md; --env-mode host|built|none"),
-    _rule(r"^environment differs from the session's: it ran (?P<what>Python [\d.]+)",
-          "environment differs from the session's",
-          "verify where the session's interpreter is: --env-mode host on the machine that ran it"),
+    _rule(r"^environment differs from the session's: it ran (?P<what>Python [\d.]+)", *_OTHER_PYTHON),
     _rule(r"toolchain registry unreachable", "toolchain registry unreachable",
           "build once with network: docs/environments.md"),
     # grading
@@ -122,9 +122,7 @@ REASONS: tuple[ReasonRule, ...] = (
     _rule(r"^the candidate already passes", "passes at start", "by design: it cannot tell the task's work apart"),
     _rule(_FAILS_AFTER + r"the task changed the dependencies in (?P<what>\S+):", "the task changed its dependencies",
           "by design: what the task added needs an install the offline sandbox cannot make"),
-    _rule(_FAILS_AFTER + r"the session's Python is not the replay's: it ran (?P<what>Python [\d.]+)",
-          "environment differs from the session's",
-          "verify where the session's interpreter is: --env-mode host on the machine that ran it"),
+    _rule(_FAILS_AFTER + r"the session's Python is not the replay's: it ran (?P<what>Python [\d.]+)", *_OTHER_PYTHON),
     _rule(_FAILS_AFTER + r"start tree differed from", "started from uncommitted changes",
           "by design: the session began from uncommitted changes, not validatable"),
     _rule(_FAILS_AFTER + r"replay: patch at seq \d+", "replay diverged: a patch did not apply",
