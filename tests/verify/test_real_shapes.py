@@ -170,10 +170,12 @@ def test_a_later_commit_whose_passing_test_needs_a_database_here_is_no_dirty_sta
     assert later[("file_diff", "exact")]["status"] == "validated", later
 
 
-def _sandbox_python() -> str:
+def _pythons(other: bool) -> tuple[str, str]:
+    """(the sandbox's Python, the one the session's output names: another one when ``other``)."""
     found = subprocess.run(["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                            capture_output=True, text=True, check=True)
-    return found.stdout.strip()
+    ran = found.stdout.strip()
+    return ran, ("3.12" if ran == "3.10" else "3.10") if other else ran
 
 
 @pytest.mark.parametrize("other", [True, False], ids=["another-python", "same-python"])
@@ -182,8 +184,7 @@ def test_a_later_commit_failing_under_another_python_than_the_sessions_is_no_dir
     that fails after the replay says nothing of the start (3.11 made argparse's duplicate subparsers
     an error): the task is unscored with both versions, never a dirty start. Under the same Python
     it stays a dirty start."""
-    ran = _sandbox_python()
-    shown = ("3.12" if ran == "3.10" else "3.10") if other else ran
+    ran, shown = _pythons(other)
     traceback = (f'Traceback (most recent call last):\n  File "/usr/lib/python{shown}/unittest/case.py", line 57\n'
                  "AssertionError: -1 != 5\n")
     b, _ = _committed_during(tmp_path, monkeypatch, SUB_TEST.replace("from calc import sub", "from calc import LIMIT, sub"),
@@ -209,8 +210,7 @@ def test_a_later_commit_failing_under_another_python_than_the_sessions_is_no_dir
 def test_a_test_that_still_fails_under_another_python_says_so(tmp_path, other):
     """The session saw its test pass after a patch that leaves add wrong here: still failing after
     the replay, and where the replay's Python is not the session's, the reason says so first."""
-    ran = _sandbox_python()
-    shown = ("3.12" if ran == "3.10" else "3.10") if other else ran
+    ran, shown = _pythons(other)
     repo = tmp_path / "work" / "proj"
     commit = calc_repo(repo)
     comment = "*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n+    # sums a and b\n     return a - b\n*** End Patch\n"
