@@ -39,9 +39,23 @@ from logmine.workspace.edits import (
 )
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
+# (cargo in the offline sandbox: a crate its registry cache lacks is "no matching package")
 MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
                      r"^.*ModuleNotFoundError[^\n]*|^error: rustup could not choose a version[^\n]*|"
-                     r"^error: toolchain '[^']*' is not installed[^\n]*)")
+                     r"^error: toolchain '[^']*' is not installed[^\n]*|^error: no matching package named [^\n]*|"
+                     r"^error: failed to (?:download|get) `[^\n]*)")
+
+
+def lacking(grade_: Grade) -> str | None:
+    """The line of a failed run that says the environment lacks something — a tool, a package (the
+    tail :data:`MISSING` searches), a service or a build (:attr:`Grade.unavailable`, from the whole
+    output) — else None: such a failure says nothing of the task's code or of its start."""
+    if grade_.passed is not False:
+        return None
+    found = MISSING.search(grade_.excerpt or "")
+    if found and re.search(r"Cannot find module '[./]", found.group(0)):
+        found = None  # a file of the project's own (a patch that did not apply may have made it)
+    return grade_.unavailable or (found.group(0).strip()[:200] if found else None)
 
 
 @dataclass
@@ -101,7 +115,7 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         record = EnvironmentRecord(detect(state.path, commands, state.root))
         changed = changed_manifests(item.actions, state.root, state.cwd)  # installed from the task's end manifests
         deps = end_manifests(item.actions, state.path, state.root, state.cwd, Path(tmp) / "deps") if changed else None
-        outcome = None
+        outcome, lacked = None, None
         for mode in (modes := modes_to_try(options.env_mode, options.backend)):
             try:
                 provided = provide(mode, record.environment, deps or state.path, state.root, state.live,
@@ -116,10 +130,13 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
             missing = _environment_missing(outcome)
             if missing and mode != modes[-1]:  # the next way may have what this one lacked
                 record.tried.append(f"{mode}: {missing}")
+                lacked = (outcome, provided)
                 continue
             record.provided = provided
             break
-        if record.provided is None:
+        if record.provided is None and lacked is not None:  # no later way at all: this one's verdicts stand
+            outcome, record.provided = lacked
+        elif record.provided is None:
             outcome = _all(item, "unscored", "environment not provided: " + "; ".join(record.tried), rebuilt=True)
     outcome.environment = record.row(task.task_id, task.seg_gen)
     return outcome
@@ -147,7 +164,7 @@ def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, prov
     if refuted:
         return refuted
     note = "; ".join(p for p in (state.note, *problems) if p) or None
-    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed, python)
+    rows = [_row(c, before[c.verifier_id], after[c.verifier_id], note, provided, changed, python, bool(problems))
             for c in item.candidates]
     return TaskOutcome(task.task_id, True, state.note, rows)
 
@@ -187,7 +204,7 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
         if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
             continue
         grade_ = after[c.verifier_id]
-        if grade_.passed is False and not MISSING.search(grade_.excerpt or "") and not grade_.unavailable:
+        if grade_.passed is False and not lacking(grade_):
             return (f"`{c.command[:80]}` passed in the session after the task's last edit and fails after the "
                     f"replay ({_failure(grade_)})")
     return None
@@ -354,7 +371,10 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
 
 
 def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided,
-         dependencies: str | None = None, python: str | None = None) -> dict:
+         dependencies: str | None = None, python: str | None = None, diverged: bool = False) -> dict:
+    """One candidate's verdict. A candidate failing after the replay for want of what the environment
+    lacks (:func:`lacking`) is ``unscored``, not ``fails_after``, unless the task changed its
+    dependencies or the replay diverged (a patch that did not apply may have left its own module out)."""
     if before.passed is None or after.passed is None:
         which = "start state" if before.passed is None else "replayed state"
         status, reason = "unscored", f"could not grade on the {which}: {(before if before.passed is None else after).excerpt[:200]}"
@@ -363,10 +383,14 @@ def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, pr
     elif not after.passed:
         if python:  # another interpreter than the session's: it may be why
             note = f"the session's Python is not the replay's: {python}" + (f"; {note}" if note else "")
-        if dependencies:  # first: the likeliest reason, whatever else the replay noted
-            note = f"the task changed the dependencies in {dependencies}: the sandbox has no network to install them" + (
-                f"; {note}" if note else "")
-        status, reason = "fails_after", "the candidate still fails after the replay" + (f" ({note})" if note else "")
+        lacks = None if dependencies or diverged else lacking(after)
+        if lacks:  # a tool, package or service the sandbox lacks: the run says nothing of the task's code
+            status, reason = "unscored", f"the environment lacks what it needs: {lacks}" + (f" ({note})" if note else "")
+        else:
+            if dependencies:  # first: the likeliest reason, whatever else the replay noted
+                note = (f"the task changed the dependencies in {dependencies}: the sandbox has no network to install "
+                        "them") + (f"; {note}" if note else "")
+            status, reason = "fails_after", "the candidate still fails after the replay" + (f" ({note})" if note else "")
     else:
         status, reason = "validated", note
     return {

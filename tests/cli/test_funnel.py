@@ -82,6 +82,12 @@ ADD_MUL = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n    
      "--env-mode host", "Python 3.10"),
     ("the candidate still fails after the replay (the session's Python is not the replay's: it ran Python 3.12, the "
      "replay Python 3.11)", "environment differs from the session's", "--env-mode host", "Python 3.12"),
+    ("the environment lacks what it needs: error: no matching package named `serde_yaml` found (3 file(s) differed "
+     "from the commit as the session began)",
+     "environment lacks a tool, package or service", "--env-mode host", "error: no matching package named `serde_yaml` found"),
+    ("the candidate still fails after the replay (the task changed the dependencies in pyproject.toml: the sandbox has "
+     "no network to install them)",
+     "the task changed its dependencies", "by design", "pyproject.toml"),
     ("export failed: KeyError: 'x'", "export failed", "report it", "KeyError"),
     ("subagent:review session of 0199", "sub-agent session", "by design", "subagent:review"),
     ("does not reproduce: reward 0 after solution/solve.sh (the task uses .env, left out of the seeds)",

@@ -158,7 +158,8 @@ def test_a_later_commit_whose_tree_fails_the_sessions_passing_test_is_a_dirty_st
 def test_a_later_commit_whose_passing_test_needs_a_database_here_is_no_dirty_start(tmp_path, monkeypatch):
     """The session's test passed against the author's database; in the sandbox its setup's connection
     is refused. That failure says nothing of the start: the task is no dirty start, its test does not
-    validate, and the file diffs that the later commit's tree does explain do."""
+    validate (``unscored``: the environment lacks the service), and the file diffs that the later
+    commit's tree does explain do."""
     needs_db = SUB_TEST.replace("class S(unittest.TestCase):\n",
                                 "class S(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
                                 "        import socket\n        socket.create_connection(('127.0.0.1', 5432), 2).close()\n\n")
@@ -166,7 +167,10 @@ def test_a_later_commit_whose_passing_test_needs_a_database_here_is_no_dirty_sta
     store, _ = _verify(tmp_path, b)
     later = {(kind, mode): r for (index, kind, mode), r in _rows(store, b).items() if index == 1}
     assert not any(r["status_reason"] and r["status_reason"].startswith("start tree differed") for r in later.values()), later
-    assert later[("test_command", None)]["status"] == "fails_after", later
+    lacked = later[("test_command", None)]
+    assert lacked["status"] == "unscored", later
+    assert lacked["status_reason"].startswith("the environment lacks what it needs: ") and \
+        "Connection refused" in lacked["status_reason"], lacked
     assert later[("file_diff", "exact")]["status"] == "validated", later
 
 
@@ -442,3 +446,29 @@ def test_an_earlier_patch_that_rewrites_a_file_a_missing_script_made_replays(tmp
     store, _ = _verify(tmp_path, b)
     row = _rows(store, b)[(1, "test_command", None)]
     assert row["status"] == "validated", row
+
+
+DEP_TEST = ("import unittest\n\nimport absent_dependency  # noqa: F401  (installed where the session ran)\n"
+            "from calc import add\n\n\nclass D(unittest.TestCase):\n    def test_add(self):\n"
+            "        self.assertEqual(add(1, 2), 3)\n")
+
+
+def test_a_test_whose_dependency_the_sandbox_lacks_is_unscored_and_the_file_diffs_still_count(tmp_path):
+    """The session's test imports a package installed where it ran: here it fails at import both ways,
+    which says nothing of the task's code (``unscored``, with the line), and when no other way of
+    providing the environment exists (a Cargo.toml: no build recipe), the host's verdicts stand: the
+    task's file diff still validates."""
+    repo = tmp_path / "work" / "dep"
+    commit = calc_repo(repo, {"test_dep.py": DEP_TEST, "Cargo.toml": '[package]\nname = "dep"\nversion = "0.1.0"\n'})
+    test = "python3 -B -m unittest -q test_dep"
+    b = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(test, 1).patch(FIX).run(test, 0).agent("Fixed.")
+    store, _ = _verify(tmp_path, b)
+    rows = _rows(store, b)
+    assert rows[(0, "file_diff", "exact")]["status"] == "validated", rows
+    lacked = rows[(0, "test_command", None)]
+    assert lacked["status"] == "unscored", lacked
+    assert lacked["status_reason"].startswith(
+        "the environment lacks what it needs: ModuleNotFoundError: No module named 'absent_dependency'"), lacked
+    from logmine.export.funnel import read_funnel
+
+    assert read_funnel(store).candidates.get("unscored") == 1
