@@ -3,6 +3,7 @@ command's output. The bottom of the workspace package: :mod:`.start` and :mod:`.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -11,7 +12,7 @@ from pathlib import Path
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.workspace.edits import NotRebuilt
 
-__all__ = ["blob", "export_commit", "git", "links_note"]
+__all__ = ["agent_home", "blob", "export_commit", "git"]
 
 
 def git(repo: Path, *args: str) -> str | None:
@@ -19,24 +20,56 @@ def git(repo: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def agent_home(path: str) -> bool:
+    """An agent's or the OS's own file in the work tree (``.codex/``, ``.claude/``, ``.DS_Store``):
+    never the project's."""
+    first = path.split("/", 1)[0]
+    return first in (".codex", ".claude", ".agent", ".cursor", ".vscode", ".idea") or path.endswith(".DS_Store")
+
+
 def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS) -> list[str]:
     """Extract ``commit``'s tree into ``dest``, its text redacted when ``mask`` has a key (pseudonyms);
-    returns the links left out (to absolute paths or out of the tree: a repository may commit a link
-    to its author's home, which must never be followed). A clone that lacks objects of the tree
-    (partial, shallow or damaged) is :class:`NotRebuilt`."""
-    left_out: list[str] = []
+    returns notes on what was left out: links to absolute paths or out of the tree (a repository may
+    commit a link to its author's home, which must never be followed), and an agent's own files
+    (``.codex/log/codex-tui.log``) the clone lacks. A clone that lacks other objects of the tree
+    (partial, shallow or damaged) is :class:`NotRebuilt`: the start would differ from the author's."""
+    links: list[str] = []
+    failure = _extract(repo, commit, dest, links)
+    absent = _absent_blobs(repo, commit) if failure else []
+    if failure and absent and all(agent_home(p) for p in absent):  # never the project's: leave them out
+        shutil.rmtree(dest)
+        dest.mkdir()
+        links.clear()
+        failure = _extract(repo, commit, dest, links, leave_out=absent)
+    if failure:
+        lacks = f"; it lacks {', '.join(absent[:3])}" if absent else ""
+        raise NotRebuilt(f"git archive of {commit[:12]} failed: the clone lacks objects of its tree or cannot "
+                         f"be read ({failure}){lacks}")
+    if mask.key:
+        redact_tree(dest, Redactor(mask=mask))
+    notes = [f"{len(links)} link(s) to absolute paths or out of the tree left out: " + ", ".join(links[:3])] \
+        if links else []
+    if absent:
+        notes.append(f"{len(absent)} agent file(s) the clone lacks left out: " + ", ".join(absent[:3]))
+    return notes
+
+
+def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: list[str] = ()) -> str | None:
+    """``git archive`` of ``commit`` (without the paths ``leave_out``) extracted into ``dest``, the
+    links it cannot keep appended to ``links``; returns why it failed, else None."""
 
     def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
         try:
             return tarfile.data_filter(member, path)
         except tarfile.FilterError:
             if member.issym() or member.islnk():
-                left_out.append(member.name)
+                links.append(member.name)
                 return None
             raise
 
+    spec = ["--", ".", *(f":(exclude,literal){p}" for p in leave_out)] if leave_out else []
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on what it says
-        proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit],
+        proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit, *spec],
                                 stdout=subprocess.PIPE, stderr=errors)
         try:
             with tarfile.open(fileobj=proc.stdout, mode="r|") as archive:
@@ -51,12 +84,22 @@ def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS
         errors.seek(0)
         said = errors.read().decode(errors="replace").strip().splitlines()
     if failure or code != 0:
-        why = said[0] if said else failure or f"exit {code}"
-        raise NotRebuilt(f"git archive of {commit[:12]} failed: the clone lacks objects of its tree or cannot "
-                         f"be read ({why})")
-    if mask.key:
-        redact_tree(dest, Redactor(mask=mask))
-    return left_out
+        return said[0] if said else failure or f"exit {code}"
+    return None
+
+
+def _absent_blobs(repo: Path, commit: str) -> list[str]:
+    """The paths of ``commit``'s tree whose blobs the clone lacks (a partial or damaged clone)."""
+    listing = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-z", "--full-tree", commit],
+                             capture_output=True)
+    if listing.returncode != 0:
+        return []
+    entries = [line.decode(errors="replace").split("\t", 1) for line in listing.stdout.split(b"\0") if line]
+    blobs = [(head.split()[2], path) for head, path in entries if head.split()[1] == "blob"]
+    checked = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch-check=%(objectname)"],
+                             input="".join(f"{sha}\n" for sha, _ in blobs), capture_output=True, text=True)
+    missing = {line.split()[0] for line in checked.stdout.splitlines() if line.endswith(" missing")}
+    return [path for sha, path in blobs if sha in missing]
 
 
 def blob(live: Path, commit: str, path: str, mask: Mask = PLACEHOLDERS) -> bytes | None:
@@ -66,8 +109,3 @@ def blob(live: Path, commit: str, path: str, mask: Mask = PLACEHOLDERS) -> bytes
     if done.returncode != 0:
         return None
     return redact_bytes(done.stdout, Redactor(mask=mask)) if mask.key and b"\0" not in done.stdout[:8192] else done.stdout
-
-
-def links_note(links: list[str]) -> list[str]:
-    return [f"{len(links)} link(s) to absolute paths or out of the tree left out: " + ", ".join(links[:3])] \
-        if links else []

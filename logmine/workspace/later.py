@@ -15,7 +15,7 @@ from pathlib import Path
 
 from logmine.patch import FileOp
 from logmine.redact import PLACEHOLDERS, Mask
-from logmine.workspace.archive import blob, export_commit, git, links_note
+from logmine.workspace.archive import blob, export_commit, git
 from logmine.workspace.edits import FailedEdit, NotRebuilt, StartDiffered, failing_path
 
 __all__ = ["LATER_COMMITS_TRIED", "LaterCommit", "later_commit", "start_later"]
@@ -83,9 +83,9 @@ def start_later(live: Path, commit: str, started: datetime | None, ops: tuple[Fi
         return None
     shutil.rmtree(dest)
     dest.mkdir()
-    links = export_commit(live, later.sha, dest, mask)
+    exported = export_commit(live, later.sha, dest, mask)
     why = (f"the author's tree had differed from the session's commit {commit[:12]} at {evidence.path}"
            if isinstance(evidence, StartDiffered) else
            f"the earlier work did not replay on the session's commit {commit[:12]}: {str(evidence)[:160]}")
     return later, [f"started from later commit {later.sha[:12]} (made {later.when:%Y-%m-%d %H:%M} UTC, before the "
-                   f"task began; every patch op of the task applies to it): {why}", *links_note(links)]
+                   f"task began; every patch op of the task applies to it): {why}", *exported]

@@ -25,15 +25,9 @@ from logmine.redact import Mask, Redactor
 from logmine.redact.paths import credential_path
 from logmine.segment.gitdiff import apply_hunks, blob_id
 from logmine.segment.records import Shown
+from logmine.workspace.archive import agent_home
 
 __all__ = ["ShownFiles", "agent_home", "write_shown"]
-
-
-def agent_home(path: str) -> bool:
-    """An agent's or the OS's own file in the work tree (``.codex/``, ``.claude/``, ``.DS_Store``):
-    never the project's."""
-    first = path.split("/", 1)[0]
-    return first in (".codex", ".claude", ".agent", ".cursor", ".vscode", ".idea") or path.endswith(".DS_Store")
 
 
 def _differs(held: Path, text: str, redactor: Redactor) -> bool:

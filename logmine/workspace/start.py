@@ -24,7 +24,7 @@ from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.records import Action, Chain, Repo, Shown, StartState, TaskInput
-from logmine.workspace.archive import export_commit, git, links_note
+from logmine.workspace.archive import export_commit, git
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
     FailedEdit,
@@ -267,7 +267,7 @@ def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str
     if method == "git_commit+patches" and recipe.ghost_commit:
         notes.append(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the clone: "
                      f"header commit {commit[:12]} plus {n_prior} earlier edit(s)")
-    notes += links_note(export_commit(live, commit, dest, mask))
+    notes += export_commit(live, commit, dest, mask)
     made: tuple[str, ...] = ()
     if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
         made = _carry(recipe, carried, dest, root, cwd)

@@ -330,23 +330,34 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
     (damaged / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     healthy = tmp_path / "work" / "healthy"
     healthy_commit = calc_repo(healthy)
+    # a clone lacking only a file of the agent's own (a committed Codex log a mirror left out)
+    logged = tmp_path / "work" / "logged"
+    logged_commit = calc_repo(logged, {".codex/log/codex-tui.log": "log line\n" * 100})
+    blob = _git(logged, "rev-parse", f"{logged_commit}:.codex/log/codex-tui.log")
+    (logged / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
 
     def fix_session(repo: Path, commit: str) -> SessionBuilder:
         return (SessionBuilder(cwd=str(repo), commit=commit)
                 .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
 
     sessions = [fix_session(linked, linked_commit), fix_session(damaged, damaged_commit),
-                fix_session(healthy, healthy_commit)]
+                fix_session(healthy, healthy_commit), fix_session(logged, logged_commit)]
     store, summary = _verify(tmp_path, *sessions)
-    assert summary.tasks == 3
-    link_rows, damaged_rows, healthy_rows = (_rows(store, s) for s in sessions)
+    assert summary.tasks == 4
+    link_rows, damaged_rows, healthy_rows, logged_rows = (_rows(store, s) for s in sessions)
     assert link_rows[(0, "test_command", None)]["status"] == "validated"  # the link is left out, never followed
     assert {r["status"] for r in damaged_rows.values()} == {"not_rebuilt"}
-    assert all("the clone lacks objects" in r["status_reason"] for r in damaged_rows.values())
+    assert all("the clone lacks objects" in r["status_reason"] and r["status_reason"].endswith("; it lacks big.txt")
+               for r in damaged_rows.values()), damaged_rows
     assert healthy_rows[(0, "test_command", None)]["status"] == "validated"
-    note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.session_id = ?",
-                 [sessions[0].session_id])[0]["reason"]
-    assert "link(s) to absolute paths or out of the tree left out: .codex/auth.json" in note
+    assert logged_rows[(0, "test_command", None)]["status"] == "validated", logged_rows
+
+    def note(session: SessionBuilder) -> str:
+        return query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.session_id = ?",
+                     [session.session_id])[0]["reason"]
+
+    assert "link(s) to absolute paths or out of the tree left out: .codex/auth.json" in note(sessions[0])
+    assert "1 agent file(s) the clone lacks left out: .codex/log/codex-tui.log" in note(sessions[3])
 
 
 def test_a_windows_session_is_not_rebuilt_with_its_reason(tmp_path):
