@@ -75,6 +75,9 @@ extra_test_commands = ['\bbazel\s+test\b']
     "pnpm --filter @scope/web exec vitest run src/a.test.ts", "pnpm -F web test", "pnpm -r test",
     "pnpm vitest run", "npm -w packages/web test", "npm --workspace=web run test", "yarn workspace web test",
     "npx -y vitest run a.test.ts", "npm exec -- jest", "pnpm -C apps/api exec jest --ci", "bunx vitest",
+    # a package script run by its name, and node's own runner behind a loader
+    "pnpm test:rbac", "cd /u/app && POSTGRES_URL=x pnpm test:rbac", "yarn test:unit --run",
+    "node --import tsx/register --test tests/rbac.test.ts", "node -r ts-node/register --test", "node --test",
 ])
 def test_test_runs_behind_runners_and_venvs(command):
     assert CLASSIFIER.is_test(command)
@@ -86,6 +89,7 @@ def test_test_runs_behind_runners_and_venvs(command):
     "poetry add pytest", "grep -rn pytest pyproject.toml", "uv run --with pytest pytest --version",
     "bash -lc 'echo \"run pytest later\"'", "pnpm add -D vitest", "npm install --save-dev jest",
     "pnpm --filter web add vitest", "yarn workspace web add jest",
+    "test -f package.json", "[ -d tests ] && test -n x", "node scripts/run.js --test", "pnpm testing:db",
 ])
 def test_quoted_or_installed_test_runners_are_not_test_runs(command):
     assert not CLASSIFIER.is_test(command)
