@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import os
 import shlex
 import tomllib
@@ -181,7 +182,7 @@ def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: d
         install.steps.append(_cd(where, "npm ci --no-audit --no-fund || npm install --no-audit --no-fund"
                                  if command == "npm ci" else "npm install --no-audit --no-fund"))
     else:
-        version = versions.get(manager) or ("1" if manager == "yarn" else "latest")
+        version = versions.get(manager) or ("1" if manager == "yarn" else _pnpm_for(tree / where / "pnpm-lock.yaml"))
         install.tools.append(f'npm install -g -q --prefix "{TOOLS}" --no-audit --no-fund {manager}@{version}')
         quiet = "" if manager == "pnpm" else " --non-interactive"
         step = f"{manager} install{quiet} --ignore-scripts"
@@ -190,6 +191,21 @@ def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: d
         install.steps.append(_cd(where, step))
     install.registries.append("registry.npmjs.org")
     return install
+
+
+#: The newest pnpm that writes each lock format: a project that pins none was installed by the pnpm
+#: of its lock's day (pnpm 11 no longer reads package.json's "pnpm" field: its overrides are dropped).
+_PNPM_BY_LOCK = {"9": "10", "6": "8", "5": "7"}
+
+
+def _pnpm_for(lock: Path) -> str:
+    """The pnpm release to install a project whose ``packageManager`` pins none: by its lock's format."""
+    try:
+        head = lock.read_text(errors="replace")[:200]
+    except OSError:
+        return "latest"
+    found = re.search(r"^lockfileVersion:\s*['\"]?(\d+)", head, re.M)
+    return _PNPM_BY_LOCK.get(found.group(1), "latest") if found else "latest"
 
 
 def _usable_lock(path: Path) -> bool:

@@ -31,7 +31,8 @@ EXCERPT = 600
 # a run's line saying the environment lacked something no tree holds: a service that refused the
 # connection (a database the tests' setup reaches), a workspace package that was never built
 _UNAVAILABLE = re.compile(r"(?m)^.*(?:\bECONNREFUSED\b|Connection refused|could not connect to server|"
-                          r"Can't connect to (?:local )?MySQL server|Failed to resolve entry for package).*$")
+                          r"Can't connect to (?:local )?MySQL server|Failed to resolve entry for package|"
+                          r"ERR_PNPM_VERIFY_DEPS_BEFORE_RUN).*$")  # pnpm: node_modules not as the lock says
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,15 @@ def test_a_pnpm_workspace_installs_at_its_root_with_the_pinned_pnpm(tmp_path):
     assert dockerfile.index("LOGMINE_TOOLS") < dockerfile.index("RUN ")  # pnpm on the install's PATH
 
 
+@pytest.mark.parametrize("lock, pnpm", [("lockfileVersion: '9.0'\n", "pnpm@10"), ("lockfileVersion: '6.0'\n", "pnpm@8"),
+                                        ("lockfileVersion: 5.4\n", "pnpm@7"), ("lockfileVersion: '12.0'\n", "pnpm@latest")])
+def test_an_unpinned_pnpm_is_the_one_of_its_locks_day(tmp_path, lock, pnpm):
+    """No ``packageManager`` pin: the pnpm that wrote the lock's format, not the newest (pnpm 11 no
+    longer reads package.json's "pnpm" field, and refuses to run a script over the install it made)."""
+    _write(tmp_path, {"package.json": json.dumps({"pnpm": {"overrides": {"a": "1"}}}), "pnpm-lock.yaml": lock})
+    assert _recipe(tmp_path, "pnpm test:rbac").tools[0].endswith(f"--no-audit --no-fund {pnpm}")
+
+
 def test_npm_and_yarn_workspaces_install_at_the_root_from_a_package(tmp_path):
     _write(tmp_path, {"package.json": json.dumps({"workspaces": ["packages/*"]}),
                       "package-lock.json": '{"lockfileVersion": 3}', "packages/core/package.json": "{}"})

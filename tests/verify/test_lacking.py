@@ -1,0 +1,41 @@
+"""Which failed runs say the environment lacks something — a tool, a package, a service, an install
+that matches its lock — rather than anything of the task's code: real lines from real sessions' replays."""
+
+from __future__ import annotations
+
+import pytest
+
+from logmine.verify.grade import _UNAVAILABLE, Grade
+from logmine.verify.task import lacking
+
+
+def _failed(output: str) -> Grade:
+    found = _UNAVAILABLE.search(output)
+    return Grade(False, 1, excerpt=output[-600:], unavailable=found.group(0).strip() if found else None)
+
+
+@pytest.mark.parametrize("output, line", [
+    ("E   ModuleNotFoundError: No module named 'yaml'\n", "E   ModuleNotFoundError: No module named 'yaml'"),
+    ("error: no matching package named `serde_yaml` found\nlocation searched: crates.io index\n",
+     "error: no matching package named `serde_yaml` found"),
+    ("bash: line 1: pytest: command not found\n", ": command not found"),
+    ("Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap\n", "Error: connect ECONNREFUSED 127.0.0.1:5432"),
+    ("Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN\n\n  × Your node_modules are out of sync with your lockfile\n",
+     "Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN"),
+    ("Error: Cannot find module 'express'\nRequire stack:\n", "Error: Cannot find module 'express'"),
+])
+def test_a_run_that_lacks_what_it_needs_says_which_line(output, line):
+    assert lacking(_failed(output)) == line
+
+
+@pytest.mark.parametrize("output", [
+    "AssertionError: 3 != 2\n", "FAILED test_calc.py::test_add - assert 1 == 2\n",
+    "Error: Cannot find module './calc'\nRequire stack:\n",  # the project's own file: a patch may have made it
+    "error[E0425]: cannot find value `x` in this scope\n",
+])
+def test_a_failure_of_the_code_is_not_a_lack(output):
+    assert lacking(_failed(output)) is None
+
+
+def test_a_run_that_passed_lacks_nothing():
+    assert lacking(Grade(True, 0, excerpt="No module named 'x' (a test that checks the message)")) is None
