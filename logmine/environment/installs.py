@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 import os
+import re
 import shlex
 import tomllib
 from dataclasses import dataclass, field
