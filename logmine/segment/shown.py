@@ -39,6 +39,9 @@ __all__ = ["Read", "SessionReads", "SessionStep", "parse_read", "session_reads",
 # The CLI's marks of a cut output, and the header of an output it may have cut.
 _CUT = re.compile(r"\n?\[\.\.\. omitted \d+ of (?P<total>\d+) lines \.\.\.\]\n?|…\d+ tokens truncated…")
 _TOTAL = re.compile(r"^Total output lines: \d+\n\n")
+# What a macOS login shell's profile says first in Codex's sandbox, before the command's own output
+# (Homebrew's ``/opt/homebrew/Library/Homebrew/cmd/shellenv.sh: line 18: /bin/ps: Operation not permitted``).
+_PROFILE_NOISE = re.compile(r"\A(?:/[^\n:]+: line \d+: [^\n:]+: Operation not permitted\n)+")
 _NUMBERED = re.compile(r"^ *(\d+)\t(.*)$", re.S)
 _RANGE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
 # An edit whose targets its words name (any other editing command may have touched any file).
@@ -164,6 +167,9 @@ def parse_read(command: str, output: str, where: str) -> list[Read]:
         return []
     path = os.path.normpath(os.path.join(where, unwrapped.cd or ".", name))
     body = _TOTAL.sub("", output, count=1)
+    noise = _PROFILE_NOISE.match(body)
+    if noise:  # not the file's: the lines a cut mark counts include them
+        body = body[noise.end():]
     cuts = list(_CUT.finditer(body))
     asked = None if last is None else last - first + 1
     if not cuts:
@@ -179,17 +185,19 @@ def parse_read(command: str, output: str, where: str) -> list[Read]:
         return [Read(path, first, tuple(lines), length, newline or numbered)]
     if len(cuts) > 1:
         return []
-    return _cut_read(path, body, cuts[0], numbered, first, asked)
+    return _cut_read(path, body, cuts[0], numbered, first, asked, noise.group(0).count("\n") if noise else 0)
 
 
-def _cut_read(path: str, body: str, cut: re.Match, numbered: bool, first: int, asked: int | None) -> list[Read]:
+def _cut_read(path: str, body: str, cut: re.Match, numbered: bool, first: int, asked: int | None,
+              noise: int = 0) -> list[Read]:
     """The whole lines either side of the CLI's cut: numbered ones where they stand; plain ones after
-    the cut where the mark says how many lines the output had (``… of M lines``), its last being the
-    output's last. A line the cut went through is left out on both sides."""
+    the cut where the mark says how many lines the output had (``… of M lines``, ``noise`` of them
+    a login shell's before the file's), its last being the output's last. A line the cut went
+    through is left out on both sides."""
     head = body[:cut.start()].split("\n")[:-1]
     tail = body[cut.end():].lstrip("\n").split("\n")[1:]
     tail = tail[:-1] if tail and tail[-1] == "" else tail
-    total = int(cut.group("total")) if cut.group("total") else None
+    total = int(cut.group("total")) - noise if cut.group("total") else None
     reads = []
     if numbered:
         pairs = _numbered(head, first)

@@ -55,6 +55,24 @@ def test_plain_lines_after_a_cut_stand_where_the_mark_says_the_output_ended():
     assert _text([_read(1, "cat f.txt", cut), middle]) == {f"{CWD}/f.txt": TEXT}
 
 
+NOISE = "/opt/homebrew/Library/Homebrew/cmd/shellenv.sh: line 18: /bin/ps: Operation not permitted\n"
+
+
+def test_what_a_macos_login_shell_says_first_is_not_the_files():
+    """Codex on macOS runs commands in a login shell whose profile (Homebrew's ``shellenv``) cannot run
+    ``/bin/ps`` in the sandbox: its complaint comes first in every output, never part of a file."""
+    [read] = parse_read("cat package.json", NOISE + '{"name": "app"}\n', CWD)
+    assert (read.lines, read.length) == (('{"name": "app"}',), 1)
+    chunk = _read(1, "sed -n '1,200p' f.txt", NOISE + _lines(1, 200))
+    rest = _read(2, "sed -n '200,400p' f.txt", NOISE + _lines(200, 300))
+    assert _text([chunk, rest]) == {f"{CWD}/f.txt": TEXT}
+    cut = NOISE + _lines(1, 128) + "[... omitted 44 of 301 lines ...]\n\n" + _lines(173, 300)  # the mark counts it
+    middle = _read(2, "sed -n '120,180p' f.txt", NOISE + _lines(120, 180))
+    assert _text([_read(1, "cat f.txt", cut), middle]) == {f"{CWD}/f.txt": TEXT}
+    [read] = parse_read("cat notes.txt", "/etc/motd: line 1 is what this file says\n", CWD)
+    assert read.lines == ("/etc/motd: line 1 is what this file says",)  # a file's own first line stays
+
+
 def test_reads_that_are_not_one_whole_file_read_give_nothing():
     for command in ("cat a.txt b.txt", "grep -n x f.txt", "sed -n '1,20p' f.txt && cat g.txt", "cat f.txt > g.txt",
                     "cat $HOME/f.txt", "sed -i 's/a/b/' f.txt", "cat *.txt", "head -c 100 f.txt"):
