@@ -36,7 +36,7 @@ from logmine.sandbox import backend_unavailable
 from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Candidate
 from logmine.testresults import instrument
-from logmine.workspace.edits import PatchWrites, replay_patches, retried
+from logmine.workspace.edits import PatchWrites, replay_patches, retried, without_agent_files
 
 #: Files that hold credentials: left out of the seeds whatever their content.
 MAX_TEXT_BYTES = 2 << 20
@@ -260,9 +260,12 @@ def _patches_alone(actions: tuple[Action, ...], tree: Path, root: str, cwd: str)
         if action.kind != "patch":
             continue
         try:  # paths relative to the repository root, as verify replays them (absolute ones included)
-            ops = rooted(action.ops, action.workdir or cwd, root)
+            ops = without_agent_files(rooted(action.ops, action.workdir or cwd, root), tree)
         except PatchError:
             continue  # outside the repository: the script says so
+        if not ops:  # an agent's own files the tree lacks, only
+            writes[n] = []
+            continue
         try:
             changed = apply_patch(ops, tree)
         except PatchError as exc:

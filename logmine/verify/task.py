@@ -36,6 +36,7 @@ from logmine.workspace.edits import (
     patch_command,
     retried,
     rooted,
+    without_agent_files,
 )
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
@@ -312,9 +313,11 @@ def _replay_and_grade(item: TaskInput, state: RebuiltTree, options: VerifyOption
                 continue
             if action.kind == "patch":  # through the sandbox's own apply_patch: same module, sandbox user
                 try:
-                    ops = rooted(action.ops, action.workdir or state.cwd, state.root)
+                    ops = without_agent_files(rooted(action.ops, action.workdir or state.cwd, state.root), base)
                 except PatchError as exc:
                     problems.append(f"replay: patch at seq {action.seq}: {exc}")
+                    continue
+                if not ops:  # an agent's own files the tree lacks (.codex/prompts/…), only
                     continue
                 result = box.run(patch_command(ops), cwd=state.root)
                 if result.exit_code != 0:

@@ -10,21 +10,14 @@ import tempfile
 from pathlib import Path
 
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
-from logmine.workspace.edits import NotRebuilt
+from logmine.workspace.edits import NotRebuilt, agent_home
 
-__all__ = ["agent_home", "blob", "export_commit", "git"]
+__all__ = ["blob", "export_commit", "git"]
 
 
 def git(repo: Path, *args: str) -> str | None:
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
-
-
-def agent_home(path: str) -> bool:
-    """An agent's or the OS's own file in the work tree (``.codex/``, ``.claude/``, ``.DS_Store``):
-    never the project's."""
-    first = path.split("/", 1)[0]
-    return first in (".codex", ".claude", ".agent", ".cursor", ".vscode", ".idea") or path.endswith(".DS_Store")
 
 
 def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS) -> list[str]:

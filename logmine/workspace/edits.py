@@ -229,6 +229,8 @@ def redo_earlier(prior: Sequence[Action], tree: Path, root: str, cwd: str, *, ba
         for action in prior:
             restore(action.seq, tree)
             ops = _present(_rooted(action, cwd, root), tree)
+            if not ops:
+                continue
             try:
                 apply_patch(ops, tree)
             except PatchError as exc:
@@ -293,10 +295,13 @@ def replay_patches(actions: Sequence[Action], tree: Path, root: str, cwd: str, *
                 box.run(action.command or "", cwd=action.workdir if within(action.workdir, root) else cwd)
                 continue
             try:
-                ops = rooted(action.ops, action.workdir or cwd, root)
+                ops = without_agent_files(rooted(action.ops, action.workdir or cwd, root), Path(box.workspace))
             except PatchError:
                 continue  # outside the repository: never replayed
-            result = box.run(patch_command(ops), cwd=root)
+            result = box.run(patch_command(ops), cwd=root) if ops else None
+            if result is None:
+                writes[i] = []  # an agent's own files only
+                continue
             if result.exit_code != 0:
                 writes[i] = (result.error or result.output).strip()[:300]
                 continue
@@ -346,11 +351,30 @@ def _rooted(action: Action, cwd: str, root: str) -> tuple[FileOp, ...]:
         raise NotRebuilt(str(exc)) from exc
 
 
+def agent_home(path: str) -> bool:
+    """An agent's or the OS's own file in the work tree (``.codex/``, ``.claude/``, ``.DS_Store``):
+    never the project's."""
+    first = path.split("/", 1)[0]
+    return first in (".codex", ".claude", ".agent", ".cursor", ".vscode", ".idea") or path.endswith(".DS_Store")
+
+
+def without_agent_files(ops: tuple[FileOp, ...], tree: Path) -> tuple[FileOp, ...]:
+    """``ops`` without the changes of an agent's own files that ``tree`` lacks (a patch of
+    ``.codex/prompts/speckit.tasks.md``, a file the author's repository ignored): never the project's,
+    they fail a replay that has nothing else against it."""
+    return tuple(op for op in ops if op.op == "add" or not agent_home(op.path) or _exists(tree / op.path))
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
 def _present(ops: tuple[FileOp, ...], tree: Path) -> tuple[FileOp, ...]:
     """``ops`` without the deletions of files ``tree`` lacks: a file an earlier step made that the
     replay could not (a script the repository does not hold), which the patch removed (often to add
-    it anew). What the tree holds after the patch is the author's either way."""
-    return tuple(op for op in ops if op.op != "delete" or (tree / op.path).exists() or (tree / op.path).is_symlink())
+    it anew). What the tree holds after the patch is the author's either way. Nor the changes of an
+    agent's own files it lacks (:func:`without_agent_files`)."""
+    return tuple(op for op in without_agent_files(ops, tree) if op.op != "delete" or _exists(tree / op.path))
 
 
 def _copy_back(source: Path, dest: Path) -> None:

@@ -25,7 +25,7 @@ from logmine.redact import Mask, Redactor
 from logmine.redact.paths import credential_path
 from logmine.segment.gitdiff import apply_hunks, blob_id
 from logmine.segment.records import Shown
-from logmine.workspace.archive import agent_home
+from logmine.workspace.edits import agent_home
 
 __all__ = ["ShownFiles", "agent_home", "write_shown"]
 
