@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
@@ -47,7 +48,7 @@ def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS
     return notes
 
 
-def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: list[str] = ()) -> str | None:
+def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: Sequence[str] = ()) -> str | None:
     """``git archive`` of ``commit`` (without the paths ``leave_out``) extracted into ``dest``, the
     links it cannot keep appended to ``links``; returns why it failed, else None."""
 
