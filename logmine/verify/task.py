@@ -373,6 +373,10 @@ def _end_contents(candidates: tuple[Candidate, ...], base: Path) -> dict[str, st
     return {path: read_inside(base, path) for path in wanted}
 
 
+#: A command that runs Python (the session's interpreter may be why it fails here; an ``npm test`` is not).
+_RUNS_PYTHON = re.compile(r"\b(?:python[\d.]*|pytest|py\.test|tox|nox|uv|uvx|poetry|pipenv|pdm|hatch)\b")
+
+
 def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, provided: Provided,
          dependencies: str | None = None, python: str | None = None, diverged: bool = False) -> dict:
     """One candidate's verdict. A candidate failing after the replay for want of what the environment
@@ -384,7 +388,7 @@ def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, pr
     elif before.passed:
         status, reason = "passes_at_start", "the candidate already passes on the start state"
     elif not after.passed:
-        if python:  # another interpreter than the session's: it may be why
+        if python and _RUNS_PYTHON.search(candidate.command or ""):  # another interpreter than the session's
             note = f"the session's Python is not the replay's: {python}" + (f"; {note}" if note else "")
         lacks = None if dependencies or diverged else lacking(after)
         if lacks:  # a tool, package or service the sandbox lacks: the run says nothing of the task's code

@@ -39,3 +39,15 @@ def test_a_failure_of_the_code_is_not_a_lack(output):
 
 def test_a_run_that_passed_lacks_nothing():
     assert lacking(Grade(True, 0, excerpt="No module named 'x' (a test that checks the message)")) is None
+
+
+@pytest.mark.parametrize("command, runs_python", [
+    ("python3 -m pytest -q", True), ("cd backend && uv run python -m pytest", True), ("pytest tests/x.py", True),
+    ("tox -e py311", True), ("npm test -- --run", False), ("cd frontend && npx vitest run", False),
+    ("cargo test", False),
+])
+def test_the_sessions_python_is_named_only_for_a_command_that_runs_python(command, runs_python):
+    """A failing ``npm test`` under another Python than the session's says nothing of the interpreter."""
+    from logmine.verify.task import _RUNS_PYTHON
+
+    assert bool(_RUNS_PYTHON.search(command)) is runs_python
