@@ -14,7 +14,7 @@ from logmine.segment.commands import CommandClassifier
 from logmine.segment.diffs import SessionFiles, compose
 from logmine.segment.records import Candidate, PriorPatch, Repo, StartState, Task, patch_applied
 from logmine.segment.tasks import MESSAGE_TYPES, FollowupRules, TaskSpan, request_text, split_tasks
-from logmine.segment.verifiers import TaskWork, candidates
+from logmine.segment.verifiers import TaskWork, candidates, prose
 
 
 @dataclass
@@ -89,6 +89,8 @@ def _task(session: dict, span: TaskSpan, calls: dict[str, dict], classifier: Com
         elif event.kind == "patch" and patch_applied(call):
             ops.append(_relative(event.file_op, session.get("cwd"), event.workdir))
             work.edit_seqs.append(event.seq)
+            if prose(ops[-1]):
+                work.prose_edit_seqs.append(event.seq)
             if not edits or edits[-1].call_id != event.call_id:
                 edits.append(PriorPatch(task_index=span.index, seq=event.seq, call_id=event.call_id))
     start_state, rebuildable, reason = _start_state(session, span, history, ghosts)

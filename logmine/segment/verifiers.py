@@ -5,7 +5,7 @@ Kinds, strengths and their TMax mapping (TMax's taxonomy: ``exact_text`` for an 
 
 | kind            | when                                                          | strength | tmax_kind        |
 |-----------------|---------------------------------------------------------------|----------|------------------|
-| test_command    | fail_to_pass: a run failed before an edit, the last run after the last edit passed | 1.0 | test_pass |
+| test_command    | fail_to_pass: a run failed before an edit, the last run after the last edit passed (edits of prose, `.md`, `.txt`, `.rst`, do not count) | 1.0 | test_pass |
 | test_command    | passed after the last edit, no failing run seen               | 0.6      | test_pass        |
 | test_command    | ran after the last edit and failed                            | 0.2      | test_pass        |
 | test_command    | never ran after the last edit                                 | 0.3      | test_pass        |
@@ -20,7 +20,9 @@ task's start state and pass after its replay.
 A run failed when it exited non-zero or its output says it failed without a code (``failed`` in the
 ``tool_calls`` view); it passed only when it exited 0. A run whose outcome is unknown is neither. A
 run that failed after the task's last edit and then passed (``pip install -e .`` between them, a
-flaky test) makes no fail → pass: no edit of the task made it pass.
+flaky test) makes no fail → pass: no edit of the task made it pass. For test runs, a patch that
+changes only prose files (``.md``, ``.txt``, ``.rst``: a story or a changelog the agent updated once
+its tests passed) is no edit: it changes nothing a run shows.
 """
 
 from __future__ import annotations
@@ -33,12 +35,22 @@ from logmine.segment.diffs import FileChange
 from logmine.segment.records import Candidate, FileDiff, HiddenTest, Run
 
 
+#: Files of prose: no test run reads them (a story file, a changelog, notes).
+_PROSE = (".md", ".mdx", ".markdown", ".txt", ".rst", ".adoc")
+
+
+def prose(op) -> bool:
+    """Does the patch op change a prose file only (its path and where it moves to)?"""
+    return all(p.lower().endswith(_PROSE) for p in (op.path, op.move_to) if p)
+
+
 @dataclass
 class TaskWork:
     """What a task did, in order: its commands (with exit codes) and its edits."""
 
     commands: list[dict] = field(default_factory=list)  # {seq, command, workdir, exit_code[, failed]}
     edit_seqs: list[int] = field(default_factory=list)  # successful patches and file-editing commands
+    prose_edit_seqs: list[int] = field(default_factory=list)  # those of the patches that change prose only (README.md)
     opaque_edits: list[str] = field(default_factory=list)  # file-editing shell commands
 
 
@@ -47,6 +59,8 @@ def candidates(task_id: str, session_id: str | None, work: TaskWork, changes: di
     """Verifier candidates of one task (``seg_gen`` is filled in when the segmentation is committed)."""
     first_edit = min(work.edit_seqs, default=None)
     last_edit = max(work.edit_seqs, default=None)
+    # what a test shows: an edit of prose after the last run (a story file ticked off) changes none of it
+    last_code_edit = max(set(work.edit_seqs) - set(work.prose_edit_seqs), default=None)
     groups: dict[str, list[dict]] = {}
     for run in work.commands:
         groups.setdefault(" ".join(unwrap(run["command"]).command.split()), []).append(run)
@@ -56,7 +70,7 @@ def candidates(task_id: str, session_id: str | None, work: TaskWork, changes: di
     for runs in groups.values():
         last = runs[-1]
         if classifier.is_test(last["command"]):
-            found.append(_test_candidate(task_id, session_id, runs, last_edit, tests, cwd))
+            found.append(_test_candidate(task_id, session_id, runs, last_code_edit, tests, cwd))
         elif first_edit is not None and not classifier.edits_files(last["command"]):
             before = [r for r in runs if r["seq"] < first_edit and _failed(r) is True]
             after = [r for r in runs if r["seq"] > last_edit]

@@ -47,6 +47,17 @@ def test_only_a_failure_an_edit_followed_makes_fail_to_pass(failed_at, fail_to_p
     assert found.strength == (1.0 if fail_to_pass else 0.6)
 
 
+@pytest.mark.parametrize(("prose", "fail_to_pass"), [(True, True), (False, False)], ids=["story-file", "code"])
+def test_an_edit_of_prose_after_the_last_run_leaves_fail_to_pass(prose, fail_to_pass):
+    """BMAD-style tasks tick their story file off once the tests pass: that edit (seq 9, after the
+    passing run at 8) changes nothing a test run shows; an edit of code there would."""
+    runs = [{"command": "npx vitest run", "workdir": None, "seq": 2, "exit_code": 1},
+            {"command": "npx vitest run", "workdir": None, "seq": 8, "exit_code": 0}]
+    work = TaskWork(commands=runs, edit_seqs=[5, 9], prose_edit_seqs=[9] if prose else [])
+    (found,) = [c for c in candidates("t-1", "s", work, {}, CLASSIFIER, "/w") if c.kind == "test_command"]
+    assert (found.fail_to_pass, found.ran_after_last_edit) == (fail_to_pass, fail_to_pass)
+
+
 def test_a_last_run_that_failed_without_a_code_is_not_a_pass():
     found = _test_candidate({"seq": 2, "exit_code": 1}, {"seq": 8, "exit_code": None, "failed": True})
     assert not found.fail_to_pass and found.strength == 0.2
