@@ -34,7 +34,6 @@ from logmine.segment.commands import CommandClassifier, unwrap
 from logmine.segment.diffs import FileChange
 from logmine.segment.records import Candidate, FileDiff, HiddenTest, Run
 
-
 #: Files of prose: no test run reads them (a story file, a changelog, notes).
 _PROSE = (".md", ".mdx", ".markdown", ".txt", ".rst", ".adoc")
 
