@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from logmine.patch import FileOp
 from logmine.segment.commands import CommandClassifier, unwrap
 from logmine.segment.diffs import FileChange
 from logmine.segment.records import Candidate, FileDiff, HiddenTest, Run
@@ -38,7 +39,7 @@ from logmine.segment.records import Candidate, FileDiff, HiddenTest, Run
 _PROSE = (".md", ".mdx", ".markdown", ".txt", ".rst", ".adoc")
 
 
-def prose(op) -> bool:
+def prose(op: FileOp) -> bool:
     """Does the patch op change a prose file only (its path and where it moves to)?"""
     return all(p.lower().endswith(_PROSE) for p in (op.path, op.move_to) if p)
 

@@ -298,10 +298,10 @@ def replay_patches(actions: Sequence[Action], tree: Path, root: str, cwd: str, *
                 ops = without_agent_files(rooted(action.ops, action.workdir or cwd, root), Path(box.workspace))
             except PatchError:
                 continue  # outside the repository: never replayed
-            result = box.run(patch_command(ops), cwd=root) if ops else None
-            if result is None:
-                writes[i] = []  # an agent's own files only
+            if not ops:  # an agent's own files the tree lacks, only
+                writes[i] = []
                 continue
+            result = box.run(patch_command(ops), cwd=root)
             if result.exit_code != 0:
                 writes[i] = (result.error or result.output).strip()[:300]
                 continue

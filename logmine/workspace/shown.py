@@ -27,7 +27,7 @@ from logmine.segment.gitdiff import apply_hunks, blob_id
 from logmine.segment.records import Shown
 from logmine.workspace.edits import agent_home
 
-__all__ = ["ShownFiles", "agent_home", "write_shown"]
+__all__ = ["ShownFiles", "write_shown"]
 
 
 def _differs(held: Path, text: str, redactor: Redactor) -> bool:

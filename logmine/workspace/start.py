@@ -30,12 +30,13 @@ from logmine.workspace.edits import (
     FailedEdit,
     NotRebuilt,
     StartDiffered,
+    agent_home,
     redo_earlier,
     within,
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
 from logmine.workspace.later import LaterCommit, start_later
-from logmine.workspace.shown import ShownFiles, agent_home
+from logmine.workspace.shown import ShownFiles
 from logmine.workspace.untracked import carried_note, carry_untracked
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "rebuild_task", "within"]
