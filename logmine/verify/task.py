@@ -205,7 +205,8 @@ def _later_commit_refuted(item: TaskInput, state: RebuiltTree, after: dict[str, 
         if c.kind == "file_diff" or not c.ran_after_last_edit or not c.runs or c.runs[-1].exit_code != 0:
             continue
         grade_ = after[c.verifier_id]
-        if grade_.passed is False and not lacking(grade_):
+        # any MISSING line excuses, a relative ``Cannot find module './x'`` too (unlike a row's verdict)
+        if grade_.passed is False and not MISSING.search(grade_.excerpt or "") and not grade_.unavailable:
             return (f"`{c.command[:80]}` passed in the session after the task's last edit and fails after the "
                     f"replay ({_failure(grade_)})")
     return None
