@@ -139,6 +139,8 @@ REASONS: tuple[ReasonRule, ...] = (
     # the TMax export and its bundle check
     _rule(r"^not in the export", "not in the export", "run `logmine export tmax` again: its summary lists rejects"),
     _rule(r"^solution incomplete", "solution incomplete", "a patch did not apply to the redacted seeds"),
+    _rule(r"^its verifiers check only files the seeds leave out", "checks only files the seeds leave out",
+          "by design: an agent's own files and credential files are never exported"),
     _rule(r"^does not reproduce", "bundle does not reproduce",
           "the seeds lack what the task used (.env left out, network)"),
     _rule(r"^bundle check could not run", "bundle check could not run", "check the bwrap sandbox, then export again"),

@@ -182,6 +182,11 @@ def _export_task(item: TaskInput, status: dict[str, dict], config: TmaxExportCon
     task = item.task
     validated = [c for c in item.candidates if status.get(c.verifier_id, {}).get("status") == "validated"]
     candidates = validated or (item.candidates if config.include_unvalidated else [])
+    # a file check of an agent's own files only (``.codex/skills/…``): the seeds leave them out
+    gradable = [c for c in candidates if c.kind != "file_diff" or bundle.graded_diffs(c)]
+    if candidates and not gradable:
+        return None, "its verifiers check only files the seeds leave out (an agent's own, credentials)"
+    candidates = gradable
     if not candidates:
         return None, "no validated verifier" if item.candidates else "no verifier candidate"
     verifier = min(candidates, key=lambda c: (_KIND_RANK[c.kind], -c.strength, c.mode or ""))

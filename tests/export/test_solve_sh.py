@@ -107,3 +107,25 @@ def test_a_patch_after_a_shell_edit_of_its_file_keeps_that_edit(tmp_path):
     subprocess.run(["bash", str(script)], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
                    capture_output=True, cwd=tmp_path, check=True)
     assert (start / "calc.py").read_text() == end, script.read_text()
+
+
+def test_a_command_left_running_ends_at_the_replay_limit(tmp_path):
+    """``npx vitest FILE`` starts vitest's watch mode where ``CI`` is unset: verify's replay ended it
+    at its per-command limit, and a bundle's solution ran until the whole check's. Each command of
+    solve.sh ends at that limit now (here 1 s), its children with it, and what follows it runs."""
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    watch = "echo watching > watch.log; sh -c 'while :; do sleep 1; done' & wait"
+    actions = (Action(0, "patch", "c1", ops=tuple(parse_patch(FIX)), workdir=ROOT),
+               Action(1, "command", "c2", command=watch, workdir=ROOT),
+               Action(2, "command", "c3", command="echo after > after.log", workdir=ROOT))
+    scratch = tmp_path / "scratch"
+    shutil.copytree(start, scratch)
+    script = tmp_path / "solve.sh"
+    script.write_text(solve_sh(actions, scratch, ROOT, ROOT))
+    done = subprocess.run(["bash", str(script)], capture_output=True, cwd=tmp_path, timeout=30,
+                          env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin", "LOGMINE_COMMAND_S": "1"})
+    assert (start / "watch.log").read_text() == "watching\n", done.stderr
+    assert (start / "after.log").read_text() == "after\n", script.read_text()
+    assert (start / "calc.py").read_text() == "def add(a, b):\n    return a + b\n", script.read_text()
