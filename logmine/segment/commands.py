@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from logmine.commandline import run_target, shell_script, simple_commands
 from logmine.pipeline import packaged
+from logmine.segment.powershell import NOT_TRANSLATED, looks_powershell, to_bash, writes
 
 _WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-l?c\s+(.+)$", re.S)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)\s*(?:&&|;)\s*(.+)$", re.S)
@@ -104,7 +105,13 @@ class CommandClassifier:
         return any(p.search(text) for p in self._tests) and not any(p.search(text) for p in self._not_tests)
 
     def edits_files(self, command: str) -> bool:
-        """Does the command (possibly) change files in ways no patch event records?"""
+        """Does the command (possibly) change files in ways no patch event records? A PowerShell
+        command (a Windows session's) is judged as bash (:mod:`logmine.segment.powershell`)."""
+        if looks_powershell(command):
+            bash = to_bash(command)
+            if bash == NOT_TRANSLATED:
+                return writes(command)
+            command = bash
         return any(p.search(text) for text in executed(command) for p in self._edits) or writes_file(command)
 
     def redone(self, command: str) -> bool:

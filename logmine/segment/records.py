@@ -22,6 +22,7 @@ from logmine.errors import LogmineError
 from logmine.ingest.records import Event
 from logmine.patch import FileOp
 from logmine.segment.branches import BRANCH, off_branch, read_lines
+from logmine.segment.powershell import on_posix
 from logmine.store import Store, fetch_dicts
 from logmine.store.tables import TASKS, VERIFIERS  # noqa: F401 - this stage's tables
 
@@ -393,10 +394,10 @@ def load_task(store: Store, task: Task, calls_by_file: dict[str, dict] | None = 
                                   workdir=event.workdir, failed=_failed(calls, event.call_id), ts=event.ts))
     when = dict(con.execute(_TS_SQL, [path, [p.seq for p in task.start_state.prior_patches]]).fetchall()) \
         if task.start_state.prior_patches else {}
-    return TaskInput(task, read_candidates(store, task), tuple(actions),
-                     tuple(_prior_action(p, by_call, calls, when.get(p.seq)) for p in task.start_state.prior_patches
-                           if p.command is not None or p.call_id in by_call),
-                     python=python)
+    return on_posix(TaskInput(task, read_candidates(store, task), tuple(actions),
+                              tuple(_prior_action(p, by_call, calls, when.get(p.seq))
+                                    for p in task.start_state.prior_patches if p.command is not None or p.call_id in by_call),
+                              python=python))
 
 
 def session_python(store: Store, path: str) -> str | None:

@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
+from logmine.segment.powershell import is_windows, posix_path
 from logmine.segment.records import Action, Chain, Repo, Shown, StartState, TaskInput
 from logmine.workspace.archive import export_commit, git
 from logmine.workspace.clones import find_clone
@@ -79,10 +80,12 @@ def read_inside(base: Path, rel: str) -> str | None:
 
 
 def map_path(path: str, repo_map: dict[str, str]) -> str:
-    """Apply the longest matching ``OLD=NEW`` prefix of ``repo_map`` to ``path``."""
-    for old in sorted(repo_map, key=len, reverse=True):
+    """Apply the longest matching ``OLD=NEW`` prefix of ``repo_map`` to ``path``. A Windows ``OLD``
+    (``D:\\repos\\proj``) maps the session's cwd as it is replayed (``/d/repos/proj``)."""
+    posix = {posix_path(old) if is_windows(old) else old: new for old, new in repo_map.items()}
+    for old in sorted(posix, key=len, reverse=True):
         if path == old or path.startswith(old.rstrip("/") + "/"):
-            return repo_map[old] + path[len(old.rstrip("/")):]
+            return posix[old] + path[len(old.rstrip("/")):]
     return path
 
 
@@ -356,9 +359,8 @@ def _has_commit(repo: Path, commit: str) -> bool:
 def _locate(repo: Repo, repo_map: dict[str, str], repo_search: tuple[Path, ...],
             ghost: str | None) -> tuple[str, str]:
     """(the session's cwd as recorded or stood in for, the host directory holding it)."""
-    if repo.cwd and not repo.cwd.startswith("/"):
-        raise NotRebuilt(f"the session ran in {repo.cwd}, not a POSIX path (a Windows session): "
-                         "its commands do not replay here")
+    if repo.cwd and not repo.cwd.startswith("/"):  # a Windows one is made POSIX on loading (segment.powershell)
+        raise NotRebuilt(f"the session ran in {repo.cwd}, not a POSIX path: its commands do not replay here")
     if repo.cwd:
         local = map_path(repo.cwd, repo_map)
         if Path(local).is_dir():

@@ -360,14 +360,33 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
     assert "1 agent file(s) the clone lacks left out: .codex/log/codex-tui.log" in note(sessions[3])
 
 
-def test_a_windows_session_is_not_rebuilt_with_its_reason(tmp_path):
-    b = (SessionBuilder(cwd="C:\\Users\\b\\proj", commit="a" * 40)
-         .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
-    store, summary = _verify(tmp_path, b)
-    reasons = {r["status_reason"] for r in _rows(store, b).values()}
-    assert reasons == {"the session ran in C:\\Users\\b\\proj, not a POSIX path (a Windows session): "
-                       "its commands do not replay here"}
-    assert summary.rebuilt == 0
+def test_a_windows_session_replays_its_powershell_edits(tmp_path):
+    """Codex CLI on Windows records ``C:\\Users\\b\\proj`` and writes files with PowerShell: a
+    here-string piped to ``Set-Content``, ``New-Item -ItemType Directory``. Mapped with a Windows
+    ``--repo-map``, the session replays on POSIX: the written test file is part of the next task's
+    start, and a command that is PowerShell only fails as an edit that did not replay."""
+    from logmine.verify import VerifyConfig, verify
+
+    repo = tmp_path / "proj"
+    commit = calc_repo(repo)
+    write_test = "@'\n" + SUB_TEST + "'@ | Set-Content -Path tests\\test_sub.py -Encoding utf8"
+    more = ("*** Begin Patch\n*** Update File: tests/test_sub.py\n@@\n         self.assertEqual(sub(3, 1), 2)\n"
+            "+        self.assertEqual(sub(1, 3), -2)\n*** End Patch\n")
+    b = (SessionBuilder(cwd="C:\\Users\\b\\proj", commit=commit)
+         .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
+         .user("Add sub with a test").run("New-Item -ItemType Directory -Force -Path tests")
+         .run(write_test).run("Get-Content tests\\test_sub.py | Select-String sub").patch(ADD_SUB)
+         .run("python3 -B -m unittest -q tests\\test_sub.py", 0).agent("Done.")
+         .user("Test a negative difference").patch(more)
+         .run("$p = Get-Content calc.py; $p | Set-Content calc.py").run("python3 -B -m unittest -q tests\\test_sub.py", 0)
+         .agent("Done."))
+    store, _ = segmented(tmp_path, b)
+    summary = verify(VerifyConfig(store=store, jobs=2, repo_map=(("C:\\Users\\b\\proj", str(repo)),)))
+    rows = _rows(store, b)
+    assert rows[(0, "test_command", None)]["status"] == "validated", rows
+    assert rows[(1, "test_command", None)]["status"] == "validated", {k: (r["status"], r["status_reason"]) for k, r in rows.items()}  # the here-string wrote the test
+    assert rows[(2, "file_diff", "exact")]["status"] == "validated", {k: (r["status"], r["status_reason"]) for k, r in rows.items() if k[0] == 2}  # its start holds tests/test_sub.py
+    assert summary.rebuilt == 3
 
 
 # a project script that works only on a feature branch, as spec-kit's (.specify/scripts/bash/*.sh) do

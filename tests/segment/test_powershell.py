@@ -1,0 +1,88 @@
+"""A Windows session's PowerShell commands, translated to bash and run by bash: what they write is
+what PowerShell would have written; what is not translated fails and says so, never half-runs."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from logmine.segment.commands import packaged_classifier
+from logmine.segment.powershell import NOT_TRANSLATED, is_windows, looks_powershell, posix_path, to_bash
+
+MODULE = "export function add(a, b) {\n  return a + b; // 'sum' and \"total\" and $notAVariable\n}"
+
+
+def _run(command: str, tmp_path) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", to_bash(command)], cwd=tmp_path, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("writer", ["Set-Content -Path web\\src\\add.js -Encoding utf8", "Set-Content web/src/add.js",
+                                    "Out-File -FilePath web\\src\\add.js", "Set-Content -Path 'web\\src\\add.js'"])
+def test_a_here_string_piped_to_a_writer_is_the_file(tmp_path, writer):
+    (tmp_path / "web" / "src").mkdir(parents=True)
+    done = _run(f"@'\n{MODULE}\n'@ | {writer}", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "web" / "src" / "add.js").read_text() == MODULE + "\n"
+
+
+def test_add_content_appends_and_no_newline_leaves_it_out(tmp_path):
+    (tmp_path / "notes.txt").write_text("one\n")
+    assert _run("@'\ntwo\n'@ | Add-Content notes.txt", tmp_path).returncode == 0
+    assert _run("@'\nbare\n'@ | Set-Content -NoNewline bare.txt", tmp_path).returncode == 0
+    assert (tmp_path / "notes.txt").read_text() == "one\ntwo\n" and (tmp_path / "bare.txt").read_text() == "bare"
+
+
+def test_file_cmdlets_become_coreutils(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "a.test.js").write_text("a\n")
+    (tmp_path / "old").mkdir()
+    command = ("New-Item -ItemType Directory -Force -Path web/tests,web/public; Move-Item tests\\* web/tests; "
+               "Remove-Item -Recurse -Force tests, old; Copy-Item web\\tests\\a.test.js web\\public\\b.js; "
+               "New-Item -ItemType File -Force -Path web/.keep")
+    done = _run(command, tmp_path)
+    assert done.returncode == 0, (to_bash(command), done.stderr)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == \
+        ["web/.keep", "web/public/b.js", "web/tests/a.test.js"]
+
+
+@pytest.mark.parametrize(("command", "bash"), [
+    ("cd web; npm test", "cd web; npm test"),
+    ("cd web && npm test -- --run", "cd web && npm test -- --run"),
+    ("$env:CI='1'; npm test", "export CI=1; npm test"),
+    ("git rev-parse --git-dir 2>$null", "git rev-parse --git-dir 2>/dev/null"),
+    ("python -m pytest tests\\unit -q", "python -m pytest tests/unit -q"),
+    ("Get-Content D:\\repos\\app\\README.md | Select-String 'Install'", ":"),
+    ("Get-ChildItem -Recurse .specify", ":"),
+])
+def test_commands_as_bash(command, bash):
+    assert to_bash(command) == bash
+
+
+@pytest.mark.parametrize("command", [
+    "$pkg = Get-Content web/package.json -Raw | ConvertFrom-Json; $pkg | ConvertTo-Json | Set-Content web/package.json",
+    ".specify/scripts/powershell/setup-plan.ps1 -Json",
+    "if (Test-Path specs) { Get-ChildItem specs }",
+    "@\"\nconst v = '$version';\n\"@ | Set-Content v.js",  # an expanding here-string: PowerShell fills $version in
+    "Get-Content a.txt > b.txt",
+    "Invoke-WebRequest https://example.com -OutFile x",
+])
+def test_what_is_not_translated_fails_and_says_so(command, tmp_path):
+    assert to_bash(command) == NOT_TRANSLATED
+    done = _run(command, tmp_path)
+    assert done.returncode == 127 and "not translated" in done.stderr and not list(tmp_path.iterdir())
+
+
+def test_a_windows_commands_edits_are_known():
+    classifier = packaged_classifier()
+    assert classifier.edits_files("@'\nx = 1\n'@ | Set-Content -Path app.py")
+    assert classifier.edits_files("New-Item -ItemType Directory -Force -Path web/src")
+    assert classifier.edits_files("$p = Get-Content a.json | ConvertFrom-Json; $p | ConvertTo-Json | Set-Content a.json")
+    assert not classifier.edits_files("Get-Content app.py | Select-String import")
+    assert classifier.edits_files("cat > h.txt <<EOF\nContent-Type: json\nEOF")  # bash, a header line in its body
+    assert not looks_powershell("cat > h.txt <<EOF\nContent-Type: json\nEOF")
+
+
+def test_windows_paths():
+    assert is_windows("D:\\repos\\JulesJenga") and is_windows("C:/Users/b") and not is_windows("/home/u/proj")
+    assert posix_path("D:\\repos\\JulesJenga") == "/d/repos/JulesJenga" and posix_path("C:\\") == "/c"
