@@ -88,7 +88,8 @@ REASONS: tuple[ReasonRule, ...] = (
     _rule(r"^an earlier task's patch does not apply", "an earlier task's patch does not apply",
           "the file it names was untracked at the start, or made by a command not replayed: "
           "[segment] extra_file_edit_patterns for a generator"),
-    _rule(r"^the session ran in .* not a POSIX path", "a Windows session", "by design: replayed on POSIX hosts only"),
+    _rule(r"^the session ran in .* not a POSIX path", "cwd not a POSIX or Windows path",
+          "map it with --repo-map RECORDED=PATH"),
     _rule(r"^a patch of .* does not apply: redaction replaced", "redaction changed a patch",
           "`logmine scan` the session: a redaction rule took code for a secret"),
     _rule(r"^a patch of .* does not apply after an earlier shell edit failed", "an earlier shell edit failed at replay",
