@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from logmine.segment.records import Action, TaskInput
 
-__all__ = ["NOT_TRANSLATED", "is_windows", "looks_powershell", "on_posix", "posix_path", "to_bash", "writes"]
+__all__ = ["NOT_TRANSLATED", "is_windows", "looks_powershell", "on_posix", "posix_file", "posix_path", "to_bash", "writes"]
 
 _DRIVE = re.compile(r"^([A-Za-z]):[\\/]")
 #: What a command that cannot be translated replays as (it fails, and says why).
@@ -82,6 +82,12 @@ def posix_path(path: str) -> str:
     return (head + rest.replace("\\", "/")).rstrip("/") or "/"
 
 
+def posix_file(path: str) -> str:
+    """A path a Windows session named (absolute, or relative with backslashes) as POSIX; a POSIX
+    path as it is."""
+    return posix_path(path) if is_windows(path) else path.replace("\\", "/")
+
+
 def on_posix(item: TaskInput) -> TaskInput:
     """``item`` as replayed on POSIX when its session ran on Windows (else ``item``): the cwd, every
     workdir and command translated (:func:`posix_path`, :func:`to_bash`)."""
@@ -97,7 +103,7 @@ def on_posix(item: TaskInput) -> TaskInput:
         return None if text is None else to_bash(text)
 
     def file(path: str | None) -> str | None:  # a patch's path: absolute, or relative with backslashes
-        return None if path is None else posix_path(path) if is_windows(path) else path.replace("\\", "/")
+        return None if path is None else posix_file(path)
 
     def action(a: Action) -> Action:
         ops = tuple(replace(op, path=file(op.path), move_to=file(op.move_to)) for op in a.ops)

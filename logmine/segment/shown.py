@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.gitdiff import Diffed, parse_diff
+from logmine.segment.powershell import NOT_TRANSLATED, looks_powershell, posix_file, to_bash
 from logmine.segment.records import Shown, patch_applied
 from logmine.store import Store, fetch_dicts
 
@@ -113,8 +114,17 @@ def _head(words: list[str]) -> int | None:
     return None
 
 
+#: PowerShell's whole-file read (a Windows session): ``Get-Content [-Raw] [-Path] F``.
+_GET_CONTENT = re.compile(r"(?:Get-Content|gc)(?:\s+-Raw)?(?:\s+-(?:Literal)?Path)?\s+(?P<f>'[^']+'|\"[^\"$`]+\"|[^\s'\"$`;|&<>]+)"
+                          r"(?:\s+-Raw)?(?:\s+-Encoding\s+\S+)?", re.I)
+
+
 def _shape(command: str) -> tuple[str, bool, int, int | None] | None:
     """(file, numbered, first line asked, last line asked or None for the end) of a reading command."""
+    ps = _GET_CONTENT.fullmatch(command.strip())
+    if ps:
+        name = ps.group("f").strip("'\"")
+        return posix_file(name), False, 1, None
     stages = [part.strip() for part in command.split("|")]
     if len(stages) > 2 or any(c in re.sub(r"'[^']*'", "''", command) for c in ";&><`$()*?~{}\n"):
         return None
@@ -167,6 +177,8 @@ def parse_read(command: str, output: str, where: str) -> list[Read]:
         return []
     path = os.path.normpath(os.path.join(where, unwrapped.cd or ".", name))
     body = _TOTAL.sub("", output, count=1)
+    if looks_powershell(unwrapped.command):  # a Windows console's line ends; the replay writes LF
+        body = body.replace("\r\n", "\n")
     noise = _PROFILE_NOISE.match(body)
     if noise:  # not the file's: the lines a cut mark counts include them
         body = body[noise.end():]
@@ -254,6 +266,10 @@ def _edits(command: str) -> tuple[bool, bool]:
     generator, a package manager, a formatter, ``node -e`` — may have changed any file."""
     if "*** Begin Patch" in command:  # apply_patch through the shell: its patch events say what it changed
         return False, False
+    if looks_powershell(command):  # a Windows session's: judged as the bash it replays as
+        command = to_bash(command)
+        if command == NOT_TRANSLATED:
+            return True, True
     classifier = packaged_classifier()
     named = classifier.edits_files(command) and not classifier.is_test(command)
     for part in executed(command):
@@ -343,7 +359,7 @@ class SessionReads:
 # Outputs are read only for the commands that may be reads; patches come from their events.
 _COMMANDS_SQL = r"""
 SELECT seq, command, workdir, exit_code,
-       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|\bgit\s.*\bdiff\b') THEN output END
+       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|\bgit\s.*\bdiff\b|^(Get-Content|gc)\s') THEN output END
          AS output
 FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
 """
@@ -363,12 +379,12 @@ def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionRea
         if row["call_id"] in calls and not patch_applied(calls[row["call_id"]]):
             continue  # apply_patch refused it: the file is as it was
         op = Event.from_row(row).file_op
-        where = os.path.join(cwd, row.get("workdir") or ".")
-        patched.setdefault(row["seq"], []).extend(os.path.normpath(os.path.join(where, p))
+        where = os.path.join(cwd, posix_file(row.get("workdir") or "."))
+        patched.setdefault(row["seq"], []).extend(os.path.normpath(os.path.join(where, posix_file(p)))
                                                   for p in (op.path, op.move_to) if p)
     steps = [SessionStep(seq, patched=tuple(paths)) for seq, paths in patched.items()]
     for row in fetch_dicts(store.con.execute(_COMMANDS_SQL, [source_path])):
-        step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, row["workdir"] or "."),
+        step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, posix_file(row["workdir"] or ".")),
                                    row["exit_code"], row["output"])
         if step.reads or step.diffs or step.named or step.every:
             steps.append(step)

@@ -86,3 +86,16 @@ def test_a_windows_commands_edits_are_known():
 def test_windows_paths():
     assert is_windows("D:\\repos\\JulesJenga") and is_windows("C:/Users/b") and not is_windows("/home/u/proj")
     assert posix_path("D:\\repos\\JulesJenga") == "/d/repos/JulesJenga" and posix_path("C:\\") == "/c"
+
+
+def test_get_content_is_a_whole_file_read():
+    """``Get-Content F`` shows the file, its lines ended as a Windows console ends them: the read
+    is the file with LF ends, its path made POSIX under the cwd as replayed."""
+    from logmine.segment.shown import parse_read
+
+    where = "/d/repos/app"
+    shown = parse_read("Get-Content web\\package.json", '{\r\n  "test": "vitest run"\r\n}\r\n', where)
+    assert [(r.path, r.lines, r.length) for r in shown] == [(f"{where}/web/package.json", ("{", '  "test": "vitest run"', "}"), 3)]
+    raw = parse_read("Get-Content -Raw D:\\repos\\app\\AGENTS.md", "# Guide\r\n", where)
+    assert [(r.path, r.lines) for r in raw] == [(f"{where}/AGENTS.md", ("# Guide",))]
+    assert parse_read("Get-Content web/package.json | Select-String test", "x\r\n", where) == []
