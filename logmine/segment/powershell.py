@@ -111,7 +111,8 @@ def on_posix(item: TaskInput) -> TaskInput:
 
     start = task.start_state
     task = replace(task, cwd=where(task.cwd),
-                   start_state=replace(start, repo=replace(start.repo, cwd=where(cwd))))
+                   start_state=replace(start, repo=replace(start.repo, cwd=where(cwd)),
+                                       untracked=tuple(map(posix_file, start.untracked))))
     return replace(item, task=task, actions=tuple(map(action, item.actions)), prior=tuple(map(action, item.prior)),
                    candidates=tuple(replace(c, workdir=where(c.workdir), command=command(c.command))
                                     for c in item.candidates))

@@ -373,7 +373,8 @@ def test_a_windows_session_replays_its_powershell_edits(tmp_path):
     more = ("*** Begin Patch\n*** Update File: tests/test_sub.py\n@@\n         self.assertEqual(sub(3, 1), 2)\n"
             "+        self.assertEqual(sub(1, 3), -2)\n*** End Patch\n")
     b = (SessionBuilder(cwd="C:\\Users\\b\\proj", commit=commit)
-         .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed.")
+         .user("Fix add").ghost("f" * 40, untracked=(".codex\\auth.json",)).run(TESTS, 1).patch(FIX).run(TESTS, 0)
+         .agent("Fixed.")
          .user("Add sub with a test").run("New-Item -ItemType Directory -Force -Path tests")
          .run(write_test).run("Get-Content tests\\test_sub.py | Select-String sub").patch(ADD_SUB)
          .run("python3 -B -m unittest -q tests\\test_sub.py", 0).agent("Done.")
@@ -387,6 +388,8 @@ def test_a_windows_session_replays_its_powershell_edits(tmp_path):
     assert rows[(1, "test_command", None)]["status"] == "validated", {k: (r["status"], r["status_reason"]) for k, r in rows.items()}  # the here-string wrote the test
     assert rows[(2, "file_diff", "exact")]["status"] == "validated", {k: (r["status"], r["status_reason"]) for k, r in rows.items() if k[0] == 2}  # its start holds tests/test_sub.py
     assert summary.rebuilt == 3
+    notes = [r["reason"] or "" for r in query(store, "SELECT reason FROM verified")]
+    assert not any("untracked at the session's start" in n for n in notes), notes  # .codex\\auth.json is the agent's
 
 
 # a project script that works only on a feature branch, as spec-kit's (.specify/scripts/bash/*.sh) do
