@@ -23,12 +23,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from logmine.environment.detect import TOOLS, Environment
 from logmine.environment.installs import (
+    PY_MANIFESTS,
     Install,
     go_install,
     nearest,
@@ -144,7 +145,10 @@ def _installs(env: Environment, tree: Path) -> list[Install]:
     ran = {TOOLS.get(t) for t in env.tools} & set(_ORDER)
     wanted = ran or set(env.languages)
     if "python" in wanted:
-        roots = python_roots(tree, dirs) or ["."]
+        # run from a directory with no Python manifest above it (`python -m pytest teacher/tests` at the
+        # root of a repository whose project is teacher/): the projects the manifests found declare
+        declared = tuple(sorted({str(PurePosixPath(m).parent) for m in env.manifests if PurePosixPath(m).name in PY_MANIFESTS}))
+        roots = python_roots(tree, dirs) or python_roots(tree, declared) or ["."]
         for root in roots:
             install = python_install(tree, root, _venv_dir(env, root), env.tools, env.runners)
             empty = install.steps == [f"python3 -m venv {install.outputs[0]}"] and not install.tools

@@ -124,6 +124,16 @@ def test_src_layout_goes_on_pythonpath_and_requirements_in_a_subdirectory(tmp_pa
     assert "nodejs" not in recipe.script() and "npm install" in recipe.script()  # never apt-get on the host
 
 
+def test_tests_run_at_the_root_of_a_project_in_a_subdirectory(tmp_path):
+    """A real session ran ``python -m pytest teacher/tests/…`` at the root of a repository whose only
+    Python project is ``teacher/`` (its ``requirements.txt``): no manifest lies above where it ran,
+    and its requirements were never installed (``No module named 'requests'``)."""
+    _write(tmp_path, {"teacher/requirements.txt": "iniconfig\n", "teacher/tests/test_x.py": "", "package.json": "{}"})
+    recipe = _recipe(tmp_path, "python -m pytest teacher/tests/test_x.py -q")
+    assert any("-r teacher/requirements.txt" in s for s in recipe.steps), recipe.steps
+    assert recipe.outputs == ("teacher/.venv",)
+
+
 @pytest.mark.parametrize(("pins", "image"), [
     ({"node": ">=20.0.0"}, "node:20-slim"), ({"node": "^22.1"}, "node:22-slim"), ({"node": "v18.19.0"}, "node:18-slim"),
     ({"node": ">=16 <19"}, "node:18-slim"), ({"node": "lts/*"}, "node:18-slim"), ({}, "node:18-slim"),
