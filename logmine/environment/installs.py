@@ -187,7 +187,9 @@ def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: d
         quiet = "" if manager == "pnpm" else " --non-interactive"
         step = f"{manager} install{quiet} --ignore-scripts"
         if locks:  # a lock out of sync with package.json: install as the author's next install did
-            step = f"{manager} install --frozen-lockfile{quiet} --ignore-scripts || {step}"
+            # (pnpm keeps its lock frozen wherever it sees CI, a build included, unless told not to)
+            again = f"{step} --no-frozen-lockfile" if manager == "pnpm" else step
+            step = f"{manager} install --frozen-lockfile{quiet} --ignore-scripts || {again}"
         install.steps.append(_cd(where, step))
     install.registries.append("registry.npmjs.org")
     return install

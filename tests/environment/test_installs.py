@@ -50,7 +50,8 @@ def test_a_pnpm_workspace_installs_at_its_root_with_the_pinned_pnpm(tmp_path):
     })
     recipe = _recipe(tmp_path, "pnpm --filter @mono/web exec vitest run src/a.test.ts", "cd apps/web && pnpm test")
     assert recipe.tools == ('npm install -g -q --prefix "$LOGMINE_TOOLS" --no-audit --no-fund pnpm@9.12.3',)
-    assert recipe.steps == ("pnpm install --frozen-lockfile --ignore-scripts || pnpm install --ignore-scripts",)
+    assert recipe.steps == ("pnpm install --frozen-lockfile --ignore-scripts || pnpm install --ignore-scripts "
+                            "--no-frozen-lockfile",)  # pnpm keeps a lock frozen under CI unless told
     assert set(recipe.outputs) == {"node_modules", "apps/web/node_modules", "packages/util/node_modules"}
     assert {"package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", "apps/web/package.json",
             "packages/util/package.json"} <= set(recipe.inputs) and "tools/other/package.json" not in recipe.inputs
