@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -77,6 +78,13 @@ def read_inside(base: Path, rel: str) -> str | None:
         return path.read_text()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+#: A package manager adding a dependency to the project's manifest (``npm install -D jsdom``, ``pnpm
+#: add zod``, ``uv add httpx``): replayed without a network it fails, and the start's manifests lack
+#: what it added. (``pip install x`` changes no manifest.)
+_INSTALLS = re.compile(r"\b(?:(?:npm|pnpm|yarn|bun)\s+(?:install|i|add)\s+(?:(?!-g\b|--global\b)-\S+\s+)*[@\w]|"
+                       r"(?:uv|poetry)\s+add\s)")
 
 
 def map_path(path: str, repo_map: dict[str, str]) -> str:
@@ -213,7 +221,10 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
     if method in ("git_commit+patches", "dated_commit"):
-        later = start_later(live, commit, started, own_ops(own, cwd, root), dest, unreplayed, failed, mask,
+        # an earlier install that could not reach its registry: the author's manifests held what it added
+        installs = [f for f in failed if _INSTALLS.search(f.command)] if unreplayed is None else []
+        evidence = unreplayed or (NotRebuilt(f"an earlier install did not run offline: {installs[0]}") if installs else None)
+        later = start_later(live, commit, started, own_ops(own, cwd, root), dest, evidence, failed, mask,
                             showing.paths)
         if later is not None:
             method, made = "later_commit", ()

@@ -23,6 +23,8 @@ def _failed(output: str) -> Grade:
     ("Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN\n\n  × Your node_modules are out of sync with your lockfile\n",
      "Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN"),
     ("Error: Cannot find module 'express'\nRequire stack:\n", "Error: Cannot find module 'express'"),
+    # vitest's test environment not installed (an earlier `npm install -D jsdom` needed the network)
+    ("MISSING DEPENDENCY  Cannot find dependency 'jsdom'\n\n", "MISSING DEPENDENCY  Cannot find dependency 'jsdom'"),
 ])
 def test_a_run_that_lacks_what_it_needs_says_which_line(output, line):
     assert lacking(_failed(output)) == line

@@ -11,39 +11,15 @@ from pathlib import Path
 import pytest
 from calc_repo import FIX, TESTS, calc_repo
 from conftest import query
-from session_builder import SessionBuilder, segmented
+from replay_support import ADD_SUB, SUB_TEST, add_sub, commit_at, git_out, verdicts, verify_sessions
+from session_builder import SessionBuilder
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
 
 TEST_CALC_LATER = "import unittest\n"  # a commit made after the session: never a start state
-SUB_TEST = ("import unittest\n\nfrom calc import sub\n\n\nclass S(unittest.TestCase):\n"
-            "    def test_sub(self):\n        self.assertEqual(sub(3, 1), 2)\n")
-ADD_SUB = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n     return a + b\n+\n+\n+def sub(a, b):\n"
-           "+    return a - b\n*** End Patch\n")
 # the shell edit real agents make: a Python heredoc that rewrites a file
 SHELL_FIX = ("python3 - <<'PY'\nfrom pathlib import Path\np = Path('calc.py')\n"
              "p.write_text(p.read_text().replace('a - b', 'a + b'))\nPY")
-
-
-def _add_sub(b: SessionBuilder, sub_test: str = SUB_TEST) -> SessionBuilder:
-    """The next task: add ``sub`` to calc.py (ADD_SUB) and a test of it, which the session saw pass."""
-    return (b.user("Add sub with a test").patch(ADD_SUB)
-            .patch("*** Begin Patch\n*** Add File: test_sub.py\n" + "".join(f"+{line}\n" for line in sub_test.splitlines())
-                   + "*** End Patch\n")
-            .run(f"{TESTS} test_sub", 0).agent("Done."))
-
-
-def _verify(tmp_path: Path, *builders: SessionBuilder):
-    from logmine.verify import VerifyConfig, verify
-
-    store, _ = segmented(tmp_path, *builders)
-    return store, verify(VerifyConfig(store=store, jobs=2))
-
-
-def _rows(store: Path, session: SessionBuilder) -> dict[tuple[int, str, str | None], dict]:
-    rows = query(store, "SELECT t.index, v.kind, v.mode, v.status, v.status_reason FROM verifiers v "
-                        "JOIN tasks t USING (task_id) WHERE t.session_id = ?", [session.session_id])
-    return {(r["index"], r["kind"], r["mode"]): r for r in rows}
 
 
 def test_absolute_patch_paths_inside_the_cwd_are_the_same_files(tmp_path):
@@ -58,8 +34,8 @@ def test_absolute_patch_paths_inside_the_cwd_are_the_same_files(tmp_path):
                 + "*** End Patch\n")
          .run(f"{TESTS} test_sub", 0).agent("Done.")
          .user("Write outside").patch(outside).run(TESTS, 0).agent("ok"))
-    store, summary = _verify(tmp_path, b)
-    rows = _rows(store, b)
+    store, summary = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
     assert rows[(0, "test_command", None)]["status"] == "validated"
     assert rows[(0, "file_diff", "exact")]["status"] == "validated"  # its path is calc.py, relative to the cwd
     assert rows[(1, "test_command", None)]["status"] == "validated"  # rebuilt on task 0's absolute patch
@@ -73,10 +49,10 @@ def test_absolute_patch_paths_inside_the_cwd_are_the_same_files(tmp_path):
 def test_earlier_shell_edits_are_replayed_before_later_tasks(tmp_path):
     repo = tmp_path / "work" / "proj"
     commit = calc_repo(repo)
-    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+    b = add_sub(SessionBuilder(cwd=str(repo), commit=commit)
                  .user("Fix add").run(TESTS, 1).run(SHELL_FIX).run(TESTS, 0).agent("Fixed with a script."))
-    store, summary = _verify(tmp_path, b)
-    rows = _rows(store, b)
+    store, summary = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
     assert rows[(0, "test_command", None)]["status"] == "validated"  # the heredoc edit, replayed, fixes add
     later = rows[(1, "test_command", None)]
     assert later["status"] == "validated", later  # ADD_SUB applies only on the shell-edited calc.py
@@ -93,20 +69,11 @@ def test_a_dirty_start_tree_is_never_validated(tmp_path):
     b = (SessionBuilder(cwd=str(repo), commit=commit)
          .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed.")
          .user("Add sub").patch(ADD_SUB).run(TESTS, 0).agent("Done."))
-    store, summary = _verify(tmp_path, b)
-    rows = _rows(store, b)
+    store, summary = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
     assert {r["status"] for r in rows.values()} == {"not_rebuilt"}
     assert {r["status_reason"] for r in rows.values()} == {"start tree differed from commit (first mismatch: calc.py)"}
     assert summary.rebuilt == 0
-
-
-def _commit_at(repo: Path, when: str, files: dict[str, str], monkeypatch) -> str:
-    monkeypatch.setenv("GIT_COMMITTER_DATE", when)
-    monkeypatch.setenv("GIT_AUTHOR_DATE", when)
-    for rel, text in files.items():
-        (repo / rel).write_text(text)
-    _git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", f"at {when}")
-    return _git(repo, "rev-parse", "HEAD")
 
 
 def _committed_during(tmp_path: Path, monkeypatch, sub_test: str, failed_output: str = "") -> tuple[SessionBuilder, str]:
@@ -118,10 +85,10 @@ def _committed_during(tmp_path: Path, monkeypatch, sub_test: str, failed_output:
     repo = tmp_path / "work" / "committing"
     commit = calc_repo(repo)
     # made after task 0 fixed add (at 00:00:09) and before task 1 began (00:00:15)
-    during = _commit_at(repo, "2026-01-01T00:00:14Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
-    _commit_at(repo, "2026-01-02T00:00:00Z", {"test_calc.py": TEST_CALC_LATER}, monkeypatch)  # after the session
+    during = commit_at(repo, "2026-01-01T00:00:14Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    commit_at(repo, "2026-01-02T00:00:00Z", {"test_calc.py": TEST_CALC_LATER}, monkeypatch)  # after the session
     dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
-    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+    b = add_sub(SessionBuilder(cwd=str(repo), commit=commit)
                  .user("Fix add").run(TESTS, 1, failed_output).patch(dirty_fix).run(TESTS, 0).agent("Fixed."), sub_test)
     return b, during
 
@@ -130,8 +97,8 @@ def test_a_dirty_start_committed_during_the_session_starts_later_tasks_from_that
     """Task 0 stays a dirty start; task 1 starts from the newest commit made before it began on which
     its own patches apply, never from one made after it began."""
     b, during = _committed_during(tmp_path, monkeypatch, SUB_TEST)
-    store, summary = _verify(tmp_path, b)
-    rows = _rows(store, b)
+    store, summary = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
     assert {r["status_reason"] for (index, *_), r in rows.items() if index == 0} == {
         "start tree differed from commit (first mismatch: calc.py)"}
     assert rows[(1, "test_command", None)]["status"] == "validated", rows
@@ -145,8 +112,8 @@ def test_a_later_commit_whose_tree_fails_the_sessions_passing_test_is_a_dirty_st
     lacks: the task's patches apply to that commit, but the test the session saw pass fails there
     (not for a missing package), so the start is dirty and nothing of the task is validated."""
     b, _ = _committed_during(tmp_path, monkeypatch, SUB_TEST.replace("from calc import sub", "from calc import LIMIT, sub"))
-    store, _ = _verify(tmp_path, b)
-    later = [r for (index, *_), r in _rows(store, b).items() if index == 1]
+    store, _ = verify_sessions(tmp_path, b)
+    later = [r for (index, *_), r in verdicts(store, b).items() if index == 1]
     assert {r["status"] for r in later} == {"not_rebuilt"}, later
     assert all(r["status_reason"].startswith("start tree differed from commit and from the later commit it was "
                                              "rebuilt from: `python3 -B -m unittest -q test_sub` passed")
@@ -164,8 +131,8 @@ def test_a_later_commit_whose_passing_test_needs_a_database_here_is_no_dirty_sta
                                 "class S(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
                                 "        import socket\n        socket.create_connection(('127.0.0.1', 5432), 2).close()\n\n")
     b, _ = _committed_during(tmp_path, monkeypatch, needs_db)
-    store, _ = _verify(tmp_path, b)
-    later = {(kind, mode): r for (index, kind, mode), r in _rows(store, b).items() if index == 1}
+    store, _ = verify_sessions(tmp_path, b)
+    later = {(kind, mode): r for (index, kind, mode), r in verdicts(store, b).items() if index == 1}
     assert not any(r["status_reason"] and r["status_reason"].startswith("start tree differed") for r in later.values()), later
     lacked = later[("test_command", None)]
     assert lacked["status"] == "unscored", later
@@ -193,8 +160,8 @@ def test_a_later_commit_failing_under_another_python_than_the_sessions_is_no_dir
                  "AssertionError: -1 != 5\n")
     b, _ = _committed_during(tmp_path, monkeypatch, SUB_TEST.replace("from calc import sub", "from calc import LIMIT, sub"),
                              traceback)
-    store, _ = _verify(tmp_path, b)
-    later = [r for (index, *_), r in _rows(store, b).items() if index == 1]
+    store, _ = verify_sessions(tmp_path, b)
+    later = [r for (index, *_), r in verdicts(store, b).items() if index == 1]
     if not other:
         assert {r["status"] for r in later} == {"not_rebuilt"}, later
         assert all(r["status_reason"].startswith("start tree differed from commit") for r in later), later
@@ -221,8 +188,8 @@ def test_a_test_that_still_fails_under_another_python_says_so(tmp_path, other):
     b = (SessionBuilder(cwd=str(repo), commit=commit)
          .user("Fix add").run(TESTS, 1, f'  File "/usr/lib/python{shown}/unittest/case.py", line 57\n')
          .patch(comment).run(TESTS, 0).agent("Fixed."))
-    store, _ = _verify(tmp_path, b)
-    row = _rows(store, b)[(0, "test_command", None)]
+    store, _ = verify_sessions(tmp_path, b)
+    row = verdicts(store, b)[(0, "test_command", None)]
     assert row["status"] == "fails_after", row
     said = f"the candidate still fails after the replay (the session's Python is not the replay's: it ran Python {shown}"
     assert row["status_reason"].startswith(said) is other, row["status_reason"]
@@ -236,8 +203,8 @@ def test_a_shell_edit_that_fails_here_is_not_taken_for_a_dirty_start(tmp_path):
     b = (SessionBuilder(cwd=str(repo), commit=commit)
          .user("Fix add").run(TESTS, 1).run("sed -i '' 's/a - b/a + b/' calc.py").run(TESTS, 0).agent("Fixed.")
          .user("Add sub with a test").patch(ADD_SUB).run(TESTS, 0).agent("Done."))
-    store, _ = _verify(tmp_path, b)
-    later = [r for (index, *_), r in _rows(store, b).items() if index == 1]
+    store, _ = verify_sessions(tmp_path, b)
+    later = [r for (index, *_), r in verdicts(store, b).items() if index == 1]
     assert not any("start tree differed" in (r["status_reason"] or "") for r in later), later
     assert "validated" not in {r["status"] for r in later}
     failing = [r for r in later if r["status"] == "fails_after"]
@@ -258,8 +225,8 @@ def test_a_script_missing_from_the_repository_is_named_in_the_reason(tmp_path):
          .user("Draft the notes").run("./tools/bin/draft-notes.sh --json", 0).agent("Drafted.")
          .user("Fix add and finish the notes").run(TESTS, 1).patch(FIX).patch(NOTES_PATCH).run(TESTS, 0)
          .agent("Done."))
-    store, _ = _verify(tmp_path, b)
-    reasons = {r["status_reason"] for (index, *_), r in _rows(store, b).items() if index == 1}
+    store, _ = verify_sessions(tmp_path, b)
+    reasons = {r["status_reason"] for (index, *_), r in verdicts(store, b).items() if index == 1}
     assert reasons == {"start tree differed from commit (first mismatch: ./tools/bin/draft-notes.sh, a script "
                        "the session ran that the repository does not hold)"}, reasons
 
@@ -274,8 +241,8 @@ def test_a_file_the_session_read_and_the_commit_lacks_shows_a_different_start(tm
     b = (SessionBuilder(cwd=str(repo), commit=commit)
          .user("Fix add and finish the notes").run("grep -n TODO notes.md", 0, "3:TODO\n").run(TESTS, 1).patch(FIX).patch(NOTES_PATCH)
          .run(TESTS, 0).agent("Done."))
-    store, _ = _verify(tmp_path, b)
-    rows = {key: r for key, r in _rows(store, b).items() if key[0] == 0}
+    store, _ = verify_sessions(tmp_path, b)
+    rows = {key: r for key, r in verdicts(store, b).items() if key[0] == 0}
     assert {r["status"] for r in rows.values()} == {"not_rebuilt"}, rows
     reasons = {r["status_reason"] for r in rows.values()}
     assert len(reasons) == 1 and reasons.pop().startswith(
@@ -289,11 +256,11 @@ def test_a_shell_edit_that_fails_here_gives_way_to_a_commit_made_before_the_next
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
     repo = tmp_path / "work" / "mac"
     commit = calc_repo(repo)
-    during = _commit_at(repo, "2026-01-01T00:00:09Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
-    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+    during = commit_at(repo, "2026-01-01T00:00:09Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    b = add_sub(SessionBuilder(cwd=str(repo), commit=commit)
                  .user("Fix add").run(TESTS, 1).run("sed -i '' 's/a - b/a + b/' calc.py").run(TESTS, 0).agent("Fixed."))
-    store, _ = _verify(tmp_path, b)
-    assert _rows(store, b)[(1, "test_command", None)]["status"] == "validated"
+    store, _ = verify_sessions(tmp_path, b)
+    assert verdicts(store, b)[(1, "test_command", None)]["status"] == "validated"
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
     assert note.startswith(f"started from later commit {during[:12]}") and "did not replay" in note, note
 
@@ -306,15 +273,11 @@ def test_a_file_untracked_at_the_start_explains_a_patch_that_cannot_apply(tmp_pa
     b = (SessionBuilder(cwd=str(repo), commit=commit)
          .user("Fix add").ghost("c" * 40, untracked=("notes.py", ".codex/history.jsonl"))
          .run(TESTS, 1).patch(FIX).patch(notes).run(TESTS, 0).agent("Fixed."))
-    store, summary = _verify(tmp_path, b)
-    reasons = {r["status_reason"] for r in _rows(store, b).values()}
+    store, summary = verify_sessions(tmp_path, b)
+    reasons = {r["status_reason"] for r in verdicts(store, b).values()}
     assert reasons == {"start tree differed from commit (first mismatch: notes.py, untracked at the session's start)"}
     state = query(store, "SELECT start_state FROM tasks")[0]["start_state"]
     assert '"untracked":["notes.py",".codex/history.jsonl"]' in state
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def test_one_broken_repository_never_ends_the_run(tmp_path):
@@ -326,14 +289,14 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
     # a clone missing the object of a file of its start commit
     damaged = tmp_path / "work" / "damaged"
     damaged_commit = calc_repo(damaged, {"big.txt": "payload\n" * 100})
-    blob = _git(damaged, "rev-parse", f"{damaged_commit}:big.txt")
+    blob = git_out(damaged, "rev-parse", f"{damaged_commit}:big.txt")
     (damaged / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
     healthy = tmp_path / "work" / "healthy"
     healthy_commit = calc_repo(healthy)
     # a clone lacking only a file of the agent's own (a committed Codex log a mirror left out)
     logged = tmp_path / "work" / "logged"
     logged_commit = calc_repo(logged, {".codex/log/codex-tui.log": "log line\n" * 100})
-    blob = _git(logged, "rev-parse", f"{logged_commit}:.codex/log/codex-tui.log")
+    blob = git_out(logged, "rev-parse", f"{logged_commit}:.codex/log/codex-tui.log")
     (logged / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
 
     def fix_session(repo: Path, commit: str) -> SessionBuilder:
@@ -342,9 +305,9 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
 
     sessions = [fix_session(linked, linked_commit), fix_session(damaged, damaged_commit),
                 fix_session(healthy, healthy_commit), fix_session(logged, logged_commit)]
-    store, summary = _verify(tmp_path, *sessions)
+    store, summary = verify_sessions(tmp_path, *sessions)
     assert summary.tasks == 4
-    link_rows, damaged_rows, healthy_rows, logged_rows = (_rows(store, s) for s in sessions)
+    link_rows, damaged_rows, healthy_rows, logged_rows = (verdicts(store, s) for s in sessions)
     assert link_rows[(0, "test_command", None)]["status"] == "validated"  # the link is left out, never followed
     assert {r["status"] for r in damaged_rows.values()} == {"not_rebuilt"}
     assert all("the clone lacks objects" in r["status_reason"] and r["status_reason"].endswith("; it lacks big.txt")
@@ -360,38 +323,6 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
     assert "1 agent file(s) the clone lacks left out: .codex/log/codex-tui.log" in note(sessions[3])
 
 
-def test_a_windows_session_replays_its_powershell_edits(tmp_path):
-    """Codex CLI on Windows records ``C:\\Users\\b\\proj`` and writes files with PowerShell: a
-    here-string piped to ``Set-Content``, ``New-Item -ItemType Directory``. Mapped with a Windows
-    ``--repo-map``, the session replays on POSIX: the written test file is part of the next task's
-    start, and a command that is PowerShell only fails as an edit that did not replay."""
-    from logmine.verify import VerifyConfig, verify
-
-    repo = tmp_path / "proj"
-    commit = calc_repo(repo)
-    write_test = "@'\n" + SUB_TEST + "'@ | Set-Content -Path tests\\test_sub.py -Encoding utf8"
-    more = ("*** Begin Patch\n*** Update File: tests/test_sub.py\n@@\n         self.assertEqual(sub(3, 1), 2)\n"
-            "+        self.assertEqual(sub(1, 3), -2)\n*** End Patch\n")
-    b = (SessionBuilder(cwd="C:\\Users\\b\\proj", commit=commit)
-         .user("Fix add").ghost("f" * 40, untracked=(".codex\\auth.json",)).run(TESTS, 1).patch(FIX).run(TESTS, 0)
-         .agent("Fixed.")
-         .user("Add sub with a test").run("New-Item -ItemType Directory -Force -Path tests")
-         .run(write_test).run("Get-Content tests\\test_sub.py | Select-String sub").patch(ADD_SUB)
-         .run("python3 -B -m unittest -q tests\\test_sub.py", 0).agent("Done.")
-         .user("Test a negative difference").patch(more)
-         .run("$p = Get-Content calc.py; $p | Set-Content calc.py").run("python3 -B -m unittest -q tests\\test_sub.py", 0)
-         .agent("Done."))
-    store, _ = segmented(tmp_path, b)
-    summary = verify(VerifyConfig(store=store, jobs=2, repo_map=(("C:\\Users\\b\\proj", str(repo)),)))
-    rows = _rows(store, b)
-    assert rows[(0, "test_command", None)]["status"] == "validated", rows
-    assert rows[(1, "test_command", None)]["status"] == "validated", {k: (r["status"], r["status_reason"]) for k, r in rows.items()}  # the here-string wrote the test
-    assert rows[(2, "file_diff", "exact")]["status"] == "validated", {k: (r["status"], r["status_reason"]) for k, r in rows.items() if k[0] == 2}  # its start holds tests/test_sub.py
-    assert summary.rebuilt == 3
-    notes = [r["reason"] or "" for r in query(store, "SELECT reason FROM verified")]
-    assert not any("untracked at the session's start" in n for n in notes), notes  # .codex\\auth.json is the agent's
-
-
 # a project script that works only on a feature branch, as spec-kit's (.specify/scripts/bash/*.sh) do
 ON_FEATURE_BRANCH = ('branch=$(git rev-parse --abbrev-ref HEAD)\ncase "$branch" in [0-9][0-9][0-9]-*) ;; '
                      '*) echo "ERROR: Not on a feature branch. Current branch: $branch" >&2; exit 1;; esac\n'
@@ -405,11 +336,11 @@ def test_a_script_reads_the_branch_the_author_was_on(tmp_path):
     failing again is no replay failure."""
     repo = tmp_path / "work" / "spec"
     commit = calc_repo(repo, {".specify/scripts/fix.sh": ON_FEATURE_BRANCH})
-    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit, branch="001-fix-add")
+    b = add_sub(SessionBuilder(cwd=str(repo), commit=commit, branch="001-fix-add")
                  .user("Fix add").run(TESTS, 1).run("sed -i 's/x/y/' missing.py", 2)
                  .run("bash .specify/scripts/fix.sh", 0).run(TESTS, 0).agent("Fixed."))
-    store, _ = _verify(tmp_path, b)
-    assert _rows(store, b)[(1, "test_command", None)]["status"] == "validated", _rows(store, b)
+    store, _ = verify_sessions(tmp_path, b)
+    assert verdicts(store, b)[(1, "test_command", None)]["status"] == "validated", verdicts(store, b)
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
     assert "2 earlier shell edit(s) replayed" in note and "failed at replay" not in note, note
 
@@ -422,11 +353,11 @@ def test_a_command_refused_by_the_sessions_sandbox_then_rerun_is_replayed_once(t
     commit = calc_repo(repo)
     checkout = "git checkout -b 001-feature"
     denied = "fatal: cannot lock ref 'refs/heads/001-feature': Operation not permitted"
-    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+    b = add_sub(SessionBuilder(cwd=str(repo), commit=commit)
                  .user("Start the feature and fix add").run(checkout, 128, output=denied).run(checkout, 0)
                  .run(TESTS, 1).run(SHELL_FIX).run(TESTS, 0).agent("Fixed."))
-    store, _ = _verify(tmp_path, b)
-    rows = _rows(store, b)
+    store, _ = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
     assert rows[(0, "test_command", None)]["status"] == "validated"
     assert rows[(1, "test_command", None)]["status"] == "validated", rows
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
@@ -449,16 +380,16 @@ def test_a_later_commit_start_gets_the_earlier_work_done_after_the_commit(tmp_pa
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
     repo = tmp_path / "work" / "later"
     commit = calc_repo(repo, {"util.py": UTIL})
-    during = _commit_at(repo, "2026-01-01T00:00:14Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
+    during = commit_at(repo, "2026-01-01T00:00:14Z", {"calc.py": "def add(a, b):\n    return a + b\n"}, monkeypatch)
     dirty_fix = FIX.replace("-    return a - b", "-    return a - b  # wip")
-    b = _add_sub(SessionBuilder(cwd=str(repo), commit=commit)
+    b = add_sub(SessionBuilder(cwd=str(repo), commit=commit)
                  .user("Fix add").run(TESTS, 1).patch(dirty_fix).run(TESTS, 0).agent("Fixed."))
     b = (b.user("Add triple with a test").patch(ADD_TRIPLE)
          .patch("*** Begin Patch\n*** Add File: test_util.py\n" + "".join(f"+{line}\n" for line in UTIL_TEST.splitlines())
                 + "*** End Patch\n")
          .run(f"{TESTS} test_util", 0).agent("Done."))
-    store, _ = _verify(tmp_path, b)
-    row = _rows(store, b)[(2, "test_command", None)]
+    store, _ = verify_sessions(tmp_path, b)
+    row = verdicts(store, b)[(2, "test_command", None)]
     assert row["status"] == "validated", row
     note = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 2")[0]["reason"]
     assert note.startswith(f"started from later commit {during[:12]}"), note
@@ -476,8 +407,8 @@ def test_an_earlier_patch_that_rewrites_a_file_a_missing_script_made_replays(tmp
     b = (SessionBuilder(cwd=str(repo), commit=commit).user("Draft the plan").run("./tools/setup-plan.sh --json", 0)
          .patch(rewrite).agent("Drafted.")
          .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
-    store, _ = _verify(tmp_path, b)
-    row = _rows(store, b)[(1, "test_command", None)]
+    store, _ = verify_sessions(tmp_path, b)
+    row = verdicts(store, b)[(1, "test_command", None)]
     assert row["status"] == "validated", row
 
 
@@ -495,8 +426,8 @@ def test_a_test_whose_dependency_the_sandbox_lacks_is_unscored_and_the_file_diff
     commit = calc_repo(repo, {"test_dep.py": DEP_TEST, "Cargo.toml": '[package]\nname = "dep"\nversion = "0.1.0"\n'})
     test = "python3 -B -m unittest -q test_dep"
     b = SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(test, 1).patch(FIX).run(test, 0).agent("Fixed.")
-    store, _ = _verify(tmp_path, b)
-    rows = _rows(store, b)
+    store, _ = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
     assert rows[(0, "file_diff", "exact")]["status"] == "validated", rows
     lacked = rows[(0, "test_command", None)]
     assert lacked["status"] == "unscored", lacked
