@@ -235,8 +235,12 @@ def run_step(argv: list[str], cwd: Path, env: dict, timeout_s: float, what: str)
 
 def failure_excerpt(log: str) -> str:
     """What a failed install says: from its first error line (``npm error``, ``ERR_PNPM_…``, pip's
-    ``ERROR:``, ``error:``), not the usage text npm prints after it; else the log's tail."""
+    ``ERROR:``, ``error:``), not the usage text npm prints after it; else the log's tail. Of pnpm's
+    errors, the last one (its fallback install's) when they differ."""
     first = _FIRST_ERROR.search(log)
+    codes = list(re.finditer(r"ERR_PNPM_\w+", log))
+    if codes and codes[-1].group(0) != codes[0].group(0):  # `pnpm install --frozen-lockfile || pnpm install`:
+        first = codes[-1]  # the fallback's error is the one that stood
     text = log[first.start():] if first else log
     words = " ".join(text.split())
     return words[:_LOG_TAIL] if first else words[-_LOG_TAIL:]

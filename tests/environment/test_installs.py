@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from logmine.environment.build import EnvironmentUnavailable, build_prefix, prefix_environment, registries_unreachable
+from logmine.environment.build import (
+    EnvironmentUnavailable,
+    build_prefix,
+    failure_excerpt,
+    prefix_environment,
+    registries_unreachable,
+)
 from logmine.environment.detect import detect
 from logmine.environment.recipe import Recipe, base_image, recipe_for
 
@@ -179,6 +185,17 @@ def test_an_unreachable_registry_is_the_reason(tmp_path, monkeypatch):
     assert not (tmp_path / "cache" / recipe.key / "tree").exists()  # nothing was tried
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")  # the tool's own business then
     assert registries_unreachable(recipe) is None
+
+
+def test_a_failed_fallback_install_says_why_it_failed():
+    """``pnpm install --frozen-lockfile || pnpm install --no-frozen-lockfile``: the first error (an
+    outdated lock) is what the fallback was for; the reason is the fallback's (a real one: a
+    workspace package the start tree lacks)."""
+    log = (" ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up "
+           "to date with <ROOT>/package.json\nScope: all 5 workspace projects\n"
+           " ERR_PNPM_WORKSPACE_PKG_NOT_FOUND  In apps/front: \"@taskly/telemetry@workspace:*\" is in the dependencies\n")
+    assert failure_excerpt(log).startswith("ERR_PNPM_WORKSPACE_PKG_NOT_FOUND In apps/front")
+    assert failure_excerpt(log.split("Scope")[0]).startswith("ERR_PNPM_OUTDATED_LOCKFILE")
 
 
 @pytest.mark.skipif(shutil.which("npm") is None or shutil.which("bwrap") is None, reason="npm or bwrap missing")
