@@ -58,9 +58,13 @@ _WRITES = re.compile(r"\b(?:Set-Content|Add-Content|Clear-Content|Out-File|New-I
                      r"Rename-Item|Expand-Archive)\b|\.ps1\b|(?<![\d&])>(?!\s*\$null)", re.I)
 
 
+_BASH_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?^\2$", re.S | re.M)
+
+
 def looks_powershell(command: str) -> bool:
-    """Is ``command`` PowerShell (a cmdlet ``Verb-Noun``, a here-string, a variable assigned)?"""
-    return bool(_POWERSHELL.search(command))
+    """Is ``command`` PowerShell (a cmdlet ``Verb-Noun``, a here-string, a variable assigned)? A bash
+    here-document's body is not looked at."""
+    return bool(_POWERSHELL.search(_BASH_HEREDOC.sub("", command)))
 
 
 def writes(command: str) -> bool:
@@ -90,7 +94,8 @@ def posix_file(path: str) -> str:
 
 def on_posix(item: TaskInput) -> TaskInput:
     """``item`` as replayed on POSIX when its session ran on Windows (else ``item``): the cwd, every
-    workdir and command translated (:func:`posix_path`, :func:`to_bash`)."""
+    workdir and patch path made POSIX (:func:`posix_path`), and, where its commands are PowerShell,
+    each command translated (:func:`to_bash`)."""
     task = item.task
     cwd = task.start_state.repo.cwd
     if not is_windows(cwd):
@@ -99,8 +104,12 @@ def on_posix(item: TaskInput) -> TaskInput:
     def where(path: str | None) -> str | None:
         return posix_path(path) if path and is_windows(path) else path
 
+    # Codex runs PowerShell on Windows; Claude Code runs Git Bash there, whose commands stay as they are
+    shell = [c for c in (*(a.command for a in (*item.actions, *item.prior)), *(c.command for c in item.candidates)) if c]
+    powershell = any(looks_powershell(c) for c in shell)
+
     def command(text: str | None) -> str | None:
-        return None if text is None else to_bash(text)
+        return to_bash(text) if text is not None and powershell else text
 
     def file(path: str | None) -> str | None:  # a patch's path: absolute, or relative with backslashes
         return None if path is None else posix_file(path)

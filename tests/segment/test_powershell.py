@@ -99,3 +99,25 @@ def test_get_content_is_a_whole_file_read():
     raw = parse_read("Get-Content -Raw D:\\repos\\app\\AGENTS.md", "# Guide\r\n", where)
     assert [(r.path, r.lines) for r in raw] == [(f"{where}/AGENTS.md", ("# Guide",))]
     assert parse_read("Get-Content web/package.json | Select-String test", "x\r\n", where) == []
+
+
+def _item(cwd: str, *commands: str):
+    from logmine.segment.records import Action, Repo, StartState, Task, TaskInput
+
+    task = Task("t1", "s1", "x.jsonl", 0, "fix it", 0, 9, StartState(Repo(cwd=cwd)), True, cwd=cwd)
+    return TaskInput(task, (), tuple(Action(i, "command", f"c{i}", command=c) for i, c in enumerate(commands)), ())
+
+
+def test_a_codex_windows_task_is_translated_and_a_git_bash_one_kept():
+    """Codex runs PowerShell on Windows, Claude Code runs Git Bash: the same cwd, ``W:\\\\code\\\\app``,
+    becomes ``/w/code/app`` for both, and only PowerShell commands are translated."""
+    from logmine.segment.powershell import on_posix
+
+    codex = on_posix(_item("W:\\code\\app", "New-Item -ItemType Directory -Force -Path web", "cd web; npm test"))
+    assert codex.task.start_state.repo.cwd == codex.task.cwd == "/w/code/app"
+    assert [a.command for a in codex.actions] == ["mkdir -p web", "cd web; npm test"]
+    heredoc = "cat > notes.txt <<'EOF'\nNew-Item is PowerShell's\nEOF"
+    bash = on_posix(_item("W:\\code\\app", "cd /w/code/app && npm test", heredoc))
+    assert [a.command for a in bash.actions] == ["cd /w/code/app && npm test", heredoc]
+    linux = _item("/home/u/app", "New-Item x")
+    assert on_posix(linux) is linux
