@@ -36,6 +36,7 @@ from logmine.redact.paths import credential_path
 from logmine.sandbox import Limits, backend_unavailable
 from logmine.segment.commands import packaged_classifier
 from logmine.segment.records import Action, Candidate, FileDiff
+from logmine.segment.shown import changes_nothing
 from logmine.testresults import instrument
 from logmine.workspace.edits import PatchWrites, replay_patches, retried, without_agent_files
 
@@ -231,7 +232,8 @@ def grade_files(verifier: Candidate, expected: dict[str, str | None]) -> tuple[s
 
 def solve_sh(actions: tuple[Action, ...], scratch: Path, root: str, cwd: str) -> str:
     """The task's original actions as a script: commands verbatim (the original repository path
-    rewritten to /workspace), each patch as the file writes it made, computed on ``scratch`` (the
+    rewritten to /workspace; those that only read or run tests left out: they change no file, and
+    the grader runs the tests), each patch as the file writes it made, computed on ``scratch`` (the
     start tree, left as the actions leave it). Patches are applied alone first. The actions are
     replayed, commands included, in a bwrap sandbox where one patch fails after a command (its file
     made by a project script), or where a command that may edit files (``python - <<'PY' …
@@ -296,6 +298,9 @@ def _script(actions: tuple[Action, ...], writes: dict[int, PatchWrites], root: s
         if n in skipped:
             continue
         if action.kind == "command":
+            if changes_nothing(action.command):  # a read or a test run: the grader runs the tests
+                lines.append(f"# command {n} reads or runs tests only: not run")
+                continue
             workdir = action.workdir if action.workdir and within(action.workdir, root) else cwd
             lines.append(_command_lines(action.command.replace(root, "$WORKSPACE"), os.path.relpath(workdir, root), n))
             continue

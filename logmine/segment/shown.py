@@ -259,6 +259,12 @@ class _File:
         return text + "\n" if self.newline_at_end else text
 
 
+def changes_nothing(command: str) -> bool:
+    """Does ``command`` only read or run tests (``sed -n``, ``rg``, ``git status``, ``pnpm test``),
+    changing no file of the work tree? Anything not known to (a script, a build, an install) may."""
+    return _edits(command) == (False, False) and "*** Begin Patch" not in command
+
+
 def _edits(command: str) -> tuple[bool, bool]:
     """(may it change files, may it change any file), from each simple command it runs. One that only
     reads (:data:`_READ_ONLY`) or runs tests changes none; an edit whose targets its words name

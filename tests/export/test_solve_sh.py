@@ -129,3 +129,22 @@ def test_a_command_left_running_ends_at_the_replay_limit(tmp_path):
     assert (start / "watch.log").read_text() == "watching\n", done.stderr
     assert (start / "after.log").read_text() == "after\n", script.read_text()
     assert (start / "calc.py").read_text() == "def add(a, b):\n    return a + b\n", script.read_text()
+
+
+def test_reads_and_test_runs_are_left_out_of_the_solution(tmp_path):
+    """A real task's solution replayed 104 commands, most of them reads and Playwright runs of up to
+    two minutes each: it ran past the bundle check's limit before its last patch. Reads and test runs
+    change no file (the grader runs the tests); edits, builds and scripts stay."""
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    commands = ["sed -n '1,200p' calc.py", "python3 -m pytest -q", "git status --short",
+                "echo built > build.log", "./scripts/gen.sh"]
+    actions = (*(Action(i, "command", f"c{i}", command=c, workdir=ROOT) for i, c in enumerate(commands)),
+               Action(len(commands), "patch", "p", ops=tuple(parse_patch(FIX)), workdir=ROOT))
+    scratch = tmp_path / "scratch"
+    shutil.copytree(start, scratch)
+    script = solve_sh(actions, scratch, ROOT, ROOT)
+    assert "sed -n" not in script and "pytest" not in script and "git status" not in script, script
+    assert "echo built > build.log" in script and "./scripts/gen.sh" in script
+    assert script.count("reads or runs tests only: not run") == 3
