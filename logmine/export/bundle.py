@@ -298,11 +298,12 @@ def _script(actions: tuple[Action, ...], writes: dict[int, PatchWrites], root: s
         if n in skipped:
             continue
         if action.kind == "command":
-            if changes_nothing(action.command):  # a read or a test run: the grader runs the tests
+            command = action.command or ""
+            if changes_nothing(command):  # a read or a test run: the grader runs the tests
                 lines.append(f"# command {n} reads or runs tests only: not run")
                 continue
             workdir = action.workdir if action.workdir and within(action.workdir, root) else cwd
-            lines.append(_command_lines(action.command.replace(root, "$WORKSPACE"), os.path.relpath(workdir, root), n))
+            lines.append(_command_lines(command.replace(root, "$WORKSPACE"), os.path.relpath(workdir, root), n))
             continue
         try:
             rooted(action.ops, action.workdir or cwd, root)

@@ -75,7 +75,9 @@ def writes(command: str) -> bool:
 
 def is_windows(path: str | None) -> bool:
     """Is ``path`` a Windows one (``D:\\repos\\proj``, ``C:/x``, ``\\\\server\\share``)?"""
-    return bool(path) and (bool(_DRIVE.match(path)) or path.startswith("\\\\"))
+    if not path:
+        return False
+    return bool(_DRIVE.match(path)) or path.startswith("\\\\")
 
 
 def posix_path(path: str) -> str:
@@ -115,7 +117,7 @@ def on_posix(item: TaskInput) -> TaskInput:
         return None if path is None else posix_file(path)
 
     def action(a: Action) -> Action:
-        ops = tuple(replace(op, path=file(op.path), move_to=file(op.move_to)) for op in a.ops)
+        ops = tuple(replace(op, path=posix_file(op.path), move_to=file(op.move_to)) for op in a.ops)
         return replace(a, workdir=where(a.workdir), command=command(a.command), ops=ops)
 
     start = task.start_state
