@@ -327,8 +327,10 @@ def _command_lines(command: str, rel: str, n: int) -> str:
     mark = f"LOGMINE_CMD_{n}"
     while mark in command:
         mark += "_"
+    # a `#` line before the mark: a secret the command ends with (a cut PEM block, a base64 key) is
+    # redacted up to the first character its body cannot hold, line ends included, and must stop there
     return (f'(cd "$WORKSPACE/{rel}" && timeout -k 5 "$LOGMINE_COMMAND_S" bash <<\'{mark}\'\n'
-            f"{command}\n{mark}\n)")
+            f"{command}\n#\n{mark}\n)")
 
 
 def syntax_error(script: str) -> str | None:

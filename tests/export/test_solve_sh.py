@@ -148,3 +148,22 @@ def test_reads_and_test_runs_are_left_out_of_the_solution(tmp_path):
     assert "sed -n" not in script and "pytest" not in script and "git status" not in script, script
     assert "echo built > build.log" in script and "./scripts/gen.sh" in script
     assert script.count("reads or runs tests only: not run") == 3
+
+
+@pytest.mark.parametrize("kind", ["private_key", "private_key_id"])
+def test_a_command_ending_in_a_secret_still_parses_once_redacted(kind, tmp_path):
+    """Redaction takes a secret's base64 body up to the first character it cannot hold, line ends
+    included: a command ending in a cut PEM block or a base64 key took the here-document's closing
+    mark with it, and the redacted solution did not parse (the bundle was refused)."""
+    from redact.planted import planted
+
+    from logmine.redact import Mask
+
+    secrets = [p for p in planted() if p.kind == kind]
+    actions = tuple(Action(i, "command", f"c{i}", command=p.text, workdir=ROOT) for i, p in enumerate(secrets))
+    script = solve_sh((*actions, Action(len(actions), "command", "e", command="echo x > y", workdir=ROOT)),
+                      tmp_path, ROOT, ROOT)
+    for redactor in (Redactor(), Redactor(mask=Mask(bytes(range(32))))):
+        redacted = redactor.redact_text(script)
+        assert syntax_error(redacted) is None, redacted
+        assert not [n for p in secrets for n in p.needles if n in redacted]
