@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from logmine.commandline import run_target, shell_script, simple_commands
 from logmine.pipeline import packaged
-from logmine.segment.powershell import NOT_TRANSLATED, looks_powershell, to_bash, writes
+from logmine.segment.powershell import as_bash, writes
 
 _WRAPPER = re.compile(r"^\s*(?:/\S*/)?(?:bash|sh|zsh)\s+-l?c\s+(.+)$", re.S)
 _CD = re.compile(r"^\s*cd\s+(\"[^\"]+\"|'[^']+'|[^\s;&|]+)\s*(?:&&|;)\s*(.+)$", re.S)
@@ -107,12 +107,10 @@ class CommandClassifier:
     def edits_files(self, command: str) -> bool:
         """Does the command (possibly) change files in ways no patch event records? A PowerShell
         command (a Windows session's) is judged as bash (:mod:`logmine.segment.powershell`)."""
-        if looks_powershell(command):
-            bash = to_bash(command)
-            if bash == NOT_TRANSLATED:
-                return writes(command)
-            command = bash
-        return any(p.search(text) for text in executed(command) for p in self._edits) or writes_file(command)
+        bash = as_bash(command)
+        if bash is None:
+            return writes(command)
+        return any(p.search(text) for text in executed(bash) for p in self._edits) or writes_file(bash)
 
     def redone(self, command: str) -> bool:
         """Is the command redone before later tasks as an earlier edit: it may change files and runs no tests?"""

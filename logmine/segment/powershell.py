@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from logmine.segment.records import Action, TaskInput
 
-__all__ = ["NOT_TRANSLATED", "is_windows", "looks_powershell", "on_posix", "posix_file", "posix_path", "to_bash", "writes"]
+__all__ = ["NOT_TRANSLATED", "as_bash", "is_windows", "looks_powershell", "on_posix", "posix_file", "posix_path", "to_bash", "writes"]
 
 _DRIVE = re.compile(r"^([A-Za-z]):[\\/]")
 #: What a command that cannot be translated replays as (it fails, and says why).
@@ -65,6 +65,15 @@ def looks_powershell(command: str) -> bool:
     """Is ``command`` PowerShell (a cmdlet ``Verb-Noun``, a here-string, a variable assigned)? A bash
     here-document's body is not looked at."""
     return bool(_POWERSHELL.search(_BASH_HEREDOC.sub("", command)))
+
+
+def as_bash(command: str) -> str | None:
+    """``command`` as the bash it replays as: a PowerShell one translated (:func:`to_bash`), None when
+    it is not translated; any other as it is. What the classifiers judge."""
+    if not looks_powershell(command):
+        return command
+    bash = to_bash(command)
+    return None if bash == NOT_TRANSLATED else bash
 
 
 def writes(command: str) -> bool:

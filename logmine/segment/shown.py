@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.gitdiff import Diffed, parse_diff
-from logmine.segment.powershell import NOT_TRANSLATED, looks_powershell, posix_file, to_bash
+from logmine.segment.powershell import as_bash, looks_powershell, posix_file
 from logmine.segment.records import Shown, patch_applied
 from logmine.store import Store, fetch_dicts
 
@@ -272,10 +272,10 @@ def _edits(command: str) -> tuple[bool, bool]:
     generator, a package manager, a formatter, ``node -e`` — may have changed any file."""
     if "*** Begin Patch" in command:  # apply_patch through the shell: its patch events say what it changed
         return False, False
-    if looks_powershell(command):  # a Windows session's: judged as the bash it replays as
-        command = to_bash(command)
-        if command == NOT_TRANSLATED:
-            return True, True
+    bash = as_bash(command)  # a Windows session's PowerShell: judged as the bash it replays as
+    if bash is None:
+        return True, True
+    command = bash
     classifier = packaged_classifier()
     named = classifier.edits_files(command) and not classifier.is_test(command)
     for part in executed(command):
