@@ -268,7 +268,7 @@ def _make(words: list[str]) -> str:
     if not args:
         raise _Untranslated
     kind = flags.get("itemtype", flags.get("type", "directory" if words[0].lower() in ("mkdir", "md") else "file"))
-    paths = [_path(p) for a in args for p in a.split(",") if p]
+    paths = [_path(p) for p in args]  # _args split them at commas
     if kind.lower() in ("directory", "dir"):
         return "mkdir -p " + " ".join(paths)
     if kind.lower() == "file" and "value" not in flags:
@@ -322,5 +322,5 @@ def _is_path(word: str) -> bool:
 
 def _path(word: str) -> str:
     """A path argument as bash takes it: Windows paths made POSIX; a glob left to bash."""
-    path = posix_path(word) if is_windows(word) else word.replace("\\", "/")
+    path = posix_file(word)
     return path if _PLAIN.match(path) else shlex.quote(path)
