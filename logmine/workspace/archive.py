@@ -13,7 +13,7 @@ from pathlib import Path
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.workspace.edits import NotRebuilt, agent_home
 
-__all__ = ["blob", "export_commit", "git"]
+__all__ = ["blob", "export_commit", "git", "media"]
 
 
 def git(repo: Path, *args: str) -> str | None:
@@ -25,12 +25,13 @@ def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS
     """Extract ``commit``'s tree into ``dest``, its text redacted when ``mask`` has a key (pseudonyms);
     returns notes on what was left out: links to absolute paths or out of the tree (a repository may
     commit a link to its author's home, which must never be followed), and an agent's own files
-    (``.codex/log/codex-tui.log``) the clone lacks. A clone that lacks other objects of the tree
-    (partial, shallow or damaged) is :class:`NotRebuilt`: the start would differ from the author's."""
+    (``.codex/log/codex-tui.log``) and media files (an uploaded ``cover.jpg``: no code reads it as
+    code) the clone lacks. A clone that lacks other objects of the tree (partial, shallow or damaged)
+    is :class:`NotRebuilt`: the start would differ from the author's in what its code does."""
     links: list[str] = []
     failure = _extract(repo, commit, dest, links)
     absent = _absent_blobs(repo, commit) if failure else []
-    if failure and absent and all(agent_home(p) for p in absent):  # never the project's: leave them out
+    if failure and absent and all(agent_home(p) or media(p) for p in absent):  # leave them out
         shutil.rmtree(dest)
         dest.mkdir()
         links.clear()
@@ -43,9 +44,24 @@ def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS
         redact_tree(dest, Redactor(mask=mask))
     notes = [f"{len(links)} link(s) to absolute paths or out of the tree left out: " + ", ".join(links[:3])] \
         if links else []
-    if absent:
-        notes.append(f"{len(absent)} agent file(s) the clone lacks left out: " + ", ".join(absent[:3]))
+    agents = [p for p in absent if agent_home(p)]
+    if agents:
+        notes.append(f"{len(agents)} agent file(s) the clone lacks left out: " + ", ".join(agents[:3]))
+    if len(agents) < len(absent):
+        data = [p for p in absent if not agent_home(p)]
+        notes.append(f"{len(data)} media file(s) the clone lacks left out: " + ", ".join(data[:3]))
     return notes
+
+
+_MEDIA = frozenset(
+    "png jpg jpeg gif webp bmp ico tif tiff heic avif psd mp3 wav ogg flac m4a aac mp4 mov webm avi mkv "
+    "woff woff2 ttf otf eot pdf zip gz tgz 7z rar".split())
+
+
+def media(path: str) -> bool:
+    """An image, sound, video, font, PDF or archive by its name: data a project ships or its users
+    uploaded, never its code (``.svg``, which code imports as markup, is not)."""
+    return path.rsplit(".", 1)[-1].lower() in _MEDIA if "." in path.rsplit("/", 1)[-1] else False
 
 
 def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: Sequence[str] = ()) -> str | None:

@@ -298,22 +298,29 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
     logged_commit = calc_repo(logged, {".codex/log/codex-tui.log": "log line\n" * 100})
     blob = git_out(logged, "rev-parse", f"{logged_commit}:.codex/log/codex-tui.log")
     (logged / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    # a clone lacking only an image its users uploaded (a mirror that leaves out the largest blobs)
+    uploaded = tmp_path / "work" / "uploaded"
+    uploaded_commit = calc_repo(uploaded, {"public/uploads/cover-1.JPG": "\xff\xd8 jpeg" * 100})
+    blob = git_out(uploaded, "rev-parse", f"{uploaded_commit}:public/uploads/cover-1.JPG")
+    (uploaded / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
 
     def fix_session(repo: Path, commit: str) -> SessionBuilder:
         return (SessionBuilder(cwd=str(repo), commit=commit)
                 .user("Fix add").run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
 
     sessions = [fix_session(linked, linked_commit), fix_session(damaged, damaged_commit),
-                fix_session(healthy, healthy_commit), fix_session(logged, logged_commit)]
+                fix_session(healthy, healthy_commit), fix_session(logged, logged_commit),
+                fix_session(uploaded, uploaded_commit)]
     store, summary = verify_sessions(tmp_path, *sessions)
-    assert summary.tasks == 4
-    link_rows, damaged_rows, healthy_rows, logged_rows = (verdicts(store, s) for s in sessions)
+    assert summary.tasks == 5
+    link_rows, damaged_rows, healthy_rows, logged_rows, uploaded_rows = (verdicts(store, s) for s in sessions)
     assert link_rows[(0, "test_command", None)]["status"] == "validated"  # the link is left out, never followed
     assert {r["status"] for r in damaged_rows.values()} == {"not_rebuilt"}
     assert all("the clone lacks objects" in r["status_reason"] and r["status_reason"].endswith("; it lacks big.txt")
                for r in damaged_rows.values()), damaged_rows
     assert healthy_rows[(0, "test_command", None)]["status"] == "validated"
     assert logged_rows[(0, "test_command", None)]["status"] == "validated", logged_rows
+    assert uploaded_rows[(0, "test_command", None)]["status"] == "validated", uploaded_rows
 
     def note(session: SessionBuilder) -> str:
         return query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.session_id = ?",
@@ -321,6 +328,7 @@ def test_one_broken_repository_never_ends_the_run(tmp_path):
 
     assert "link(s) to absolute paths or out of the tree left out: .codex/auth.json" in note(sessions[0])
     assert "1 agent file(s) the clone lacks left out: .codex/log/codex-tui.log" in note(sessions[3])
+    assert "1 media file(s) the clone lacks left out: public/uploads/cover-1.JPG" in note(sessions[4])
 
 
 # a project script that works only on a feature branch, as spec-kit's (.specify/scripts/bash/*.sh) do
