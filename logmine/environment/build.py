@@ -37,6 +37,7 @@ from logmine.environment.host import (
     HostEnvironment,
     bind_base_interpreter,
     bind_tool,
+    browser_variables,
     rustup_home,
 )
 from logmine.environment.recipe import Recipe
@@ -156,6 +157,8 @@ def prefix_environment(recipe: Recipe, prefix: Path, mount_at: str) -> HostEnvir
             bind_tool(plan, tool, os.environ.get("PATH", DEFAULT_PATH))
     if "CARGO_HOME" in variables:
         extra.update(rustup_home(plan))
+    if any(o.endswith("node_modules") for o in recipe.outputs):
+        extra.update(browser_variables(plan))
     host = plan.result(":".join(dict.fromkeys(path + plan.path + DEFAULT_PATH.split(":"))))
     return HostEnvironment(host.binds, host.path, host.notes, {**recipe.replay_env(mount_at, str(tools)), **extra})
 

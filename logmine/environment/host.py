@@ -136,6 +136,8 @@ def host_environment(env: Environment, repo: Path | None, mount_at: str, *, user
     # a venv the session never activated still wins for bare `pytest`/`python`, as an activated shell did
     path = venv_bins + path + [p for p in DEFAULT_PATH.split(":") if p not in path]
     variables = rustup_variables(plan)
+    if "node" in env.languages:  # a browser test runs under node
+        variables.update(browser_variables(plan))
     host = plan.result(":".join(dict.fromkeys(path)))
     return HostEnvironment(host.binds, host.path, host.notes, variables or None)
 
@@ -159,6 +161,27 @@ def rustup_variables(plan: BindPlan) -> dict[str, str]:
     caches = [cargo_home / d for d in ("registry", "git") if (cargo_home / d).is_dir()]
     if caches and all(plan.bind(c, str(c)) for c in caches):
         variables["CARGO_HOME"] = str(cargo_home)
+    return variables
+
+
+#: Where Playwright and Cypress keep the browsers they download, which no offline install fetches:
+#: the variable that moves each, and its folder in the user's cache directory by default.
+BROWSER_CACHES = (("PLAYWRIGHT_BROWSERS_PATH", "ms-playwright"), ("CYPRESS_CACHE_FOLDER", "Cypress"))
+
+
+def browser_variables(plan: BindPlan) -> dict[str, str]:
+    """The browsers the user downloaded for Playwright or Cypress tests, bound read-only at their own
+    paths and named by the variable each runner reads (the sandbox's HOME is not the user's, and
+    without them a browser test fails: ``Executable doesn't exist at …/ms-playwright/…``)."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or plan.home / ".cache")
+    variables = {}
+    for name, folder in BROWSER_CACHES:
+        chosen = os.environ.get(name)
+        if chosen == "0":  # Playwright's browsers inside node_modules, bound with it
+            continue
+        where = Path(chosen) if chosen else cache / folder
+        if where.is_dir() and plan.bind(where, str(where)):
+            variables[name] = str(where)
     return variables
 
 

@@ -112,6 +112,10 @@ REASONS: tuple[ReasonRule, ...] = (
     _rule(_NO_ENV + r".*failed \(exit", "environment build failed", "see `logmine env show TASK`, or install the dependencies for --env-mode host"),
     _rule(_NO_ENV, "environment not provided", "docs/environments.md; --env-mode host|built|none"),
     _rule(r"^environment differs from the session's: it ran (?P<what>Python [\d.]+)", *_OTHER_PYTHON),
+    _rule(r"^the environment lacks what it needs: .*Executable doesn't exist at \S*(?P<what>ms-playwright)",
+          "browser not downloaded", "npx playwright install on this host (its browsers are bound read-only)"),
+    _rule(r"^the environment lacks what it needs: .*the (?P<what>Cypress) binary is missing", "browser not downloaded",
+          "npx cypress install on this host (its cache is bound read-only)"),
     _rule(r"^the environment lacks what it needs: (?P<what>[^(;]{1,80}?)\s*(\(|;|$)", "environment lacks a tool, "
           "package or service", "--env-mode host where its dependencies and services are, or build once with "
           "network: docs/environments.md"),

@@ -41,7 +41,7 @@ from logmine.workspace.edits import (
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
 # (cargo in the offline sandbox: a crate its registry cache lacks is "no matching package")
-MISSING = re.compile(r"(?m)(: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
+MISSING = re.compile(r"(?m)(^.*: command not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
                      r"^.*Cannot find dependency '[^\n]*|"  # vitest's environment: 'jsdom' not installed
                      r"^.*ModuleNotFoundError[^\n]*|^error: rustup could not choose a version[^\n]*|"
                      r"^error: toolchain '[^']*' is not installed[^\n]*|^error: no matching package named [^\n]*|"

@@ -85,6 +85,11 @@ ADD_MUL = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n    
     ("the environment lacks what it needs: error: no matching package named `serde_yaml` found (3 file(s) differed "
      "from the commit as the session began)",
      "environment lacks a tool, package or service", "--env-mode host", "error: no matching package named `serde_yaml` found"),
+    ("the environment lacks what it needs: Error: browserType.launch: Executable doesn't exist at /root/.cache/"
+     "ms-playwright/chromium_headless_shell-1148/chrome-linux/headless_shell", "browser not downloaded",
+     "npx playwright install", "ms-playwright"),
+    ("the environment lacks what it needs: bash: line 1: dotnet: command not found", "environment lacks a tool, "
+     "package or service", "--env-mode host", "bash: line 1: dotnet: command not found"),
     ("the candidate still fails after the replay (the task changed the dependencies in pyproject.toml: the sandbox has "
      "no network to install them)",
      "the task changed its dependencies", "by design", "pyproject.toml"),

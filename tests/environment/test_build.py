@@ -73,3 +73,21 @@ def test_a_failing_build_is_a_reason(tmp_path):
     assert not (tmp_path / "cache" / recipe.key / ".complete").exists()
     with pytest.raises(EnvironmentUnavailable):  # remembered: not rebuilt for every task of the run
         build_prefix(recipe, tmp_path, cache=tmp_path / "cache")
+
+
+def test_a_built_node_environment_takes_the_users_downloaded_browsers(tmp_path, monkeypatch):
+    for name in ("XDG_CACHE_HOME", "PLAYWRIGHT_BROWSERS_PATH", "CYPRESS_CACHE_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    (home / ".cache" / "Cypress" / "13.6.0").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "package.json").write_text('{"name": "web", "scripts": {"test": "cypress run"}}\n')
+    recipe = recipe_for(detect(project, ["npm test"]), project)
+    tree = tmp_path / "built" / "tree"
+    (tree / "node_modules").mkdir(parents=True)
+    host = prefix_environment(recipe, tree, "/w")
+    cache = str(home / ".cache" / "Cypress")
+    assert host.env["CYPRESS_CACHE_FOLDER"] == cache and (cache, cache) in host.binds
+    assert "PLAYWRIGHT_BROWSERS_PATH" not in host.env

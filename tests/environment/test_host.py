@@ -177,3 +177,24 @@ def test_rustups_cargo_takes_its_toolchains_and_crates_cache_never_the_cargo_hom
     host = host_environment(Environment(tools=("cargo",)), None, "/w", user_path=f"{proxies}:/usr/bin", home=home)
     assert set(dict(host.binds)) == {str(proxies), str(home / ".rustup"), str(home / ".cargo" / "registry")}
     assert host.env["CARGO_HOME"] == str(home / ".cargo")
+
+
+def test_browser_tests_take_the_users_downloaded_browsers_read_only(tmp_path, monkeypatch):
+    for name in ("XDG_CACHE_HOME", "PLAYWRIGHT_BROWSERS_PATH", "CYPRESS_CACHE_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    browsers = home / ".cache" / "ms-playwright" / "chromium_headless_shell-1148" / "chrome-linux"
+    browsers.mkdir(parents=True)
+    node = Environment(languages=("node",), tools=())
+    host = host_environment(node, None, "/w", user_path="/usr/bin", home=home)
+    cache = str(home / ".cache" / "ms-playwright")
+    assert dict(host.binds) == {cache: cache} and host.env["PLAYWRIGHT_BROWSERS_PATH"] == cache
+    assert "CYPRESS_CACHE_FOLDER" not in host.env  # no Cypress downloaded: nothing bound, nothing named
+    # a Python project's replay gets no browsers; browsers kept inside node_modules need no variable
+    assert host_environment(Environment(languages=("python",)), None, "/w", user_path="/usr/bin", home=home).binds == ()
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", "0")
+    assert host_environment(node, None, "/w", user_path="/usr/bin", home=home).binds == ()
+    moved = tmp_path / "browsers"
+    moved.mkdir()
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(moved))
+    assert host_environment(node, None, "/w", user_path="/usr/bin", home=home).env["PLAYWRIGHT_BROWSERS_PATH"] == str(moved)

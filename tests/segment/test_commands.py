@@ -35,6 +35,7 @@ def test_recognised_test_runs(command):
 @pytest.mark.parametrize("command", [
     "which pytest", "pytest --version", "python3 -m pytest --version", "head -n 20 /opt/homebrew/bin/pytest",
     "pip install pytest", "ls tests", "git status", "pytest --collect-only -q", "cat test_calc.py",
+    "npx playwright install chromium", "pnpm exec playwright show-report", "npx cypress open",
 ])
 def test_not_test_runs(command):
     assert not CLASSIFIER.is_test(command)
@@ -78,6 +79,9 @@ extra_test_commands = ['\bbazel\s+test\b']
     # a package script run by its name, and node's own runner behind a loader
     "pnpm test:rbac", "cd /u/app && POSTGRES_URL=x pnpm test:rbac", "yarn test:unit --run",
     "node --import tsx/register --test tests/rbac.test.ts", "node -r ts-node/register --test", "node --test",
+    # browser tests (ship's e2e runs), their browsers the user's own
+    "PLAYWRIGHT_WORKERS=1 pnpm exec playwright test e2e/session-timeout.spec.ts", "npx playwright test",
+    "yarn cypress run --spec cypress/e2e/a.cy.ts",
 ])
 def test_test_runs_behind_runners_and_venvs(command):
     assert CLASSIFIER.is_test(command)

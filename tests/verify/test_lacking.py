@@ -18,13 +18,20 @@ def _failed(output: str) -> Grade:
     ("E   ModuleNotFoundError: No module named 'yaml'\n", "E   ModuleNotFoundError: No module named 'yaml'"),
     ("error: no matching package named `serde_yaml` found\nlocation searched: crates.io index\n",
      "error: no matching package named `serde_yaml` found"),
-    ("bash: line 1: pytest: command not found\n", ": command not found"),
+    ("bash: line 1: pytest: command not found\n", "bash: line 1: pytest: command not found"),  # names the tool
     ("Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap\n", "Error: connect ECONNREFUSED 127.0.0.1:5432"),
     ("Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN\n\n  × Your node_modules are out of sync with your lockfile\n",
      "Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN"),
     ("Error: Cannot find module 'express'\nRequire stack:\n", "Error: Cannot find module 'express'"),
     # vitest's test environment not installed (an earlier `npm install -D jsdom` needed the network)
     ("MISSING DEPENDENCY  Cannot find dependency 'jsdom'\n\n", "MISSING DEPENDENCY  Cannot find dependency 'jsdom'"),
+    # a browser the user's cache held and this machine lacks (Playwright 1.49's own words)
+    ("  1) tests/a.spec.ts:2:5 › t\n    Error: browserType.launch: Executable doesn't exist at "
+     "/root/.cache/ms-playwright/chromium_headless_shell-1148/chrome-linux/headless_shell\n    ╔═══╗\n  1 failed\n",
+     "Error: browserType.launch: Executable doesn't exist at "
+     "/root/.cache/ms-playwright/chromium_headless_shell-1148/chrome-linux/headless_shell"),
+    ("The cypress npm package is installed, but the Cypress binary is missing.\n",
+     "The cypress npm package is installed, but the Cypress binary is missing."),
 ])
 def test_a_run_that_lacks_what_it_needs_says_which_line(output, line):
     assert lacking(_failed(output)) == line
