@@ -19,6 +19,8 @@ def _failed(output: str) -> Grade:
     ("error: no matching package named `serde_yaml` found\nlocation searched: crates.io index\n",
      "error: no matching package named `serde_yaml` found"),
     ("bash: line 1: pytest: command not found\n", "bash: line 1: pytest: command not found"),  # names the tool
+    # dash runs npm's scripts: a package an install that needed the network would have added
+    ("> cross-env NODE_PATH=./node_modules playwright test\n\nsh: 1: cross-env: not found\n", "sh: 1: cross-env: not found"),
     ("Error: connect ECONNREFUSED 127.0.0.1:5432\n    at TCPConnectWrap\n", "Error: connect ECONNREFUSED 127.0.0.1:5432"),
     ("Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN\n\n  × Your node_modules are out of sync with your lockfile\n",
      "Error: ERR_PNPM_VERIFY_DEPS_BEFORE_RUN"),
@@ -41,6 +43,7 @@ def test_a_run_that_lacks_what_it_needs_says_which_line(output, line):
     "AssertionError: 3 != 2\n", "FAILED test_calc.py::test_add - assert 1 == 2\n",
     "Error: Cannot find module './calc'\nRequire stack:\n",  # the project's own file: a patch may have made it
     "error[E0425]: cannot find value `x` in this scope\n",
+    "sh: 1: ./scripts/gen.sh: not found\n",  # the project's own script: a patch may have made it
 ])
 def test_a_failure_of_the_code_is_not_a_lack(output):
     assert lacking(_failed(output)) is None
