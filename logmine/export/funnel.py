@@ -128,6 +128,8 @@ REASONS: tuple[ReasonRule, ...] = (
           "a grading command timed out or crashed: --timeout SECONDS"),
     _rule(r"^verify failed: (?P<what>\w+)", "verify failed", _BUG),
     _rule(r"^the candidate already passes", "passes at start", "by design: it cannot tell the task's work apart"),
+    _rule(_FAILS_AFTER + r"as in the session, whose last run", "fails as it did in the session",
+          "by design: the session never saw it pass after its last run; another candidate may verify the task"),
     _rule(_FAILS_AFTER + r"the task changed the dependencies in (?P<what>\S+):", "the task changed its dependencies",
           "by design: what the task added needs an install the offline sandbox cannot make"),
     _rule(_FAILS_AFTER + r"the session's Python is not the replay's: it ran (?P<what>Python [\d.]+)", *_OTHER_PYTHON),

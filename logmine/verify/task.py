@@ -400,6 +400,8 @@ def _row(candidate: Candidate, before: Grade, after: Grade, note: str | None, pr
             if dependencies:  # first: the likeliest reason, whatever else the replay noted
                 note = (f"the task changed the dependencies in {dependencies}: the sandbox has no network to install "
                         "them") + (f"; {note}" if note else "")
+            if candidate.runs and candidate.runs[-1].failed:  # the replay agrees with the session
+                note = "as in the session, whose last run of it failed too" + (f"; {note}" if note else "")
             status, reason = "fails_after", "the candidate still fails after the replay" + (f" ({note})" if note else "")
     else:
         status, reason = "validated", note

@@ -93,6 +93,8 @@ ADD_MUL = ("*** Begin Patch\n*** Update File: calc.py\n@@\n def add(a, b):\n    
     ("the candidate still fails after the replay (the task changed the dependencies in pyproject.toml: the sandbox has "
      "no network to install them)",
      "the task changed its dependencies", "by design", "pyproject.toml"),
+    ("the candidate still fails after the replay (as in the session, whose last run of it failed too; 3 earlier "
+     "shell edit(s) replayed)", "fails as it did in the session", "by design", None),
     ("export failed: KeyError: 'x'", "export failed", "report it", "KeyError"),
     ("subagent:review session of 0199", "sub-agent session", "by design", "subagent:review"),
     ("does not reproduce: reward 0 after solution/solve.sh (the task uses .env, left out of the seeds)",
@@ -211,7 +213,8 @@ def test_a_verified_store_tells_each_stop(tmp_path):
     assert _stopped(steps["sessions_with_tasks"]) == {"sub-agent session": 1}
     assert _stopped(steps["with_candidates"]) == {"no tool call": 1}
     assert _stopped(steps["rebuilt"]) == {"repository not found": 1, "no commit recorded": 1}
-    assert _stopped(steps["validated"]) == {"still fails after the replay": 1, "passes at start": 1}
+    # the mul task's test failed at the session's end too: the replay agrees, and the funnel says so
+    assert _stopped(steps["validated"]) == {"fails as it did in the session": 1, "passes at start": 1}
     assert steps["validated"]["candidates"] == 5  # the fix's test and diffs, the mul task's diffs
 
 
