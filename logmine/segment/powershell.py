@@ -223,7 +223,16 @@ def _statement(text: str) -> str:
     if _VERB_NOUN.match(name) or name.endswith(".ps1") or name in _READERS:
         raise _Untranslated
     # a program run by name (npm, git, python): as written, its path arguments made POSIX
-    return " ".join(_path(w) if _is_path(w) else w for w in re.findall(r"'[^']*'|\"[^\"]*\"|\S+", text))
+    return " ".join(_word(w) for w in _split(text))
+
+
+def _word(word: str) -> str:
+    """One argument of a program run by name as bash takes it: a path made POSIX, a quoted word
+    quoted for bash (PowerShell's ``'it''s'`` is one word), a bare word as written."""
+    plain = _literal(word)
+    if _is_path(plain):
+        return _path(plain)
+    return shlex.quote(plain) if plain != word else word
 
 
 def _expands(text: str) -> bool:

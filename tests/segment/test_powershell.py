@@ -52,6 +52,10 @@ def test_file_cmdlets_become_coreutils(tmp_path):
     ("$env:CI='1'; npm test", "export CI=1; npm test"),
     ("git rev-parse --git-dir 2>$null", "git rev-parse --git-dir 2>/dev/null"),
     ("python -m pytest tests\\unit -q", "python -m pytest tests/unit -q"),
+    # a quoted argument is one word, PowerShell's doubled quote a quote; a quoted path is made POSIX
+    ("npx vitest run -t 'it''s saved'", "npx vitest run -t 'it'\"'\"'s saved'"),
+    ("git commit -m \"first draft\"", "git commit -m 'first draft'"),
+    ("npx vitest run 'src\\a.test.ts'", "npx vitest run src/a.test.ts"),
     ("Get-Content D:\\repos\\app\\README.md | Select-String 'Install'", ":"),
     ("Get-ChildItem -Recurse .specify", ":"),
 ])
