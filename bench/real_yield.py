@@ -168,6 +168,7 @@ per_task AS (
 SELECT count(*) AS tasks, count(*) FILTER (has_candidates) AS with_candidates,
        count(*) FILTER (rebuilt) AS rebuilt, count(*) FILTER (fail_to_pass) AS fail_to_pass,
        count(*) FILTER (f2p_validated) AS fail_to_pass_validated, count(*) FILTER (validated) AS validated,
+       count(*) FILTER (fail_to_pass AND validated) AS fail_to_pass_task_validated,
        count(*) FILTER (dirty) AS dirty_start, count(*) FILTER (no_start) AS no_start,
        count(*) FILTER (fail_to_pass AND NOT dirty AND NOT no_start) AS fail_to_pass_startable,
        count(*) FILTER (f2p_validated AND NOT dirty) AS fail_to_pass_startable_validated,
@@ -214,7 +215,8 @@ def _report(results: list[dict]) -> None:
               f"{r['built']:>6} {r['reused']:>6}")
         for key in ("sessions", "tasks", "with_candidates", "rebuilt", "env", "fail_to_pass", "fail_to_pass_validated",
                     "validated", "dirty_start", "validated_dirty", "later_commit", "later_validated", "built", "reused", "build_s",
-                    "no_start", "fail_to_pass_startable", "fail_to_pass_startable_validated", "fail_to_pass_at_start"):
+                    "no_start", "fail_to_pass_startable", "fail_to_pass_startable_validated", "fail_to_pass_at_start",
+                    "fail_to_pass_task_validated"):
             total[key] = total.get(key, 0) + r.get(key, 0)
     print(f"{'TOTAL':38} {total['sessions']:>4} {total['tasks']:>5} {total['with_candidates']:>6} {total['rebuilt']:>7} "
           f"{total['env']:>4} {total['fail_to_pass']:>4} {total['fail_to_pass_validated']:>6} {total['validated']:>5} "
@@ -232,7 +234,8 @@ def _report(results: list[dict]) -> None:
           f"dirty nor without a start, "
           f"{share(total['fail_to_pass_startable_validated'], total['fail_to_pass_startable'] - total['fail_to_pass_at_start'])} "
           f"of those whose test fails on the start ({total['fail_to_pass_at_start']} pass there: the run the session "
-          f"saw fail broke on the task's own earlier edit); "
+          f"saw fail broke on the task's own earlier edit); tasks with a fail->pass test validated by any of "
+          f"their candidates: {share(total['fail_to_pass_task_validated'], total['fail_to_pass'])}; "
           f"validated on a dirty start (target 0): {total['validated_dirty']}; started from a commit made during the "
           f"session: {total['later_commit']} task(s), {total['later_validated']} validated")
 
