@@ -37,7 +37,7 @@ TOOLS: dict[str, str] = {
     "pip3": "python", "uv": "python", "uvx": "python", "poetry": "python", "tox": "python", "nox": "python",
     "pipenv": "python", "hatch": "python", "pdm": "python",
     "node": "node", "npm": "node", "npx": "node", "yarn": "node", "pnpm": "node", "jest": "node",
-    "vitest": "node", "tsc": "node", "mocha": "node",
+    "vitest": "node", "tsc": "node", "mocha": "node", "playwright": "node", "cypress": "node",
     "go": "go", "cargo": "rust", "rustc": "rust", "ruby": "ruby", "bundle": "ruby", "rake": "ruby",
     "rspec": "ruby", "mvn": "java", "gradle": "java", "java": "java", "make": "make",
 }
@@ -221,8 +221,8 @@ def _note_command(argv: tuple[str, ...], tools: set, interpreters: set, venvs: s
             root = program.rsplit("/bin/", 1)[0]
             if root and not program.startswith(("/", "~")):  # absolute ones are installations, not venvs
                 venvs.add(root)
-    if name in RUNNERS:
-        runners.add(name)
+    if name in RUNNERS or name in ("npx", "pnpx", "bunx"):  # the latter only start a package's program
+        runners.update({name} & set(RUNNERS))
         target = run_target(argv)
         if target is not argv:  # `uv run --with pytest pytest`, `poetry run pytest`: the program it starts
             started = target[0].rsplit("/", 1)[-1]

@@ -66,6 +66,7 @@ class Recipe:
     pythonpath: tuple[str, ...] = ()  # import roots relative to the workspace (an editable install's)
     registries: tuple[str, ...] = ()  # hosts the build must reach
     members: tuple[str, ...] = ()  # outputs a workspace member has only when it needs one (not required)
+    browsers: tuple[str, ...] = ()  # only in a container, after the install: what browser tests download
 
     def replay_env(self, root: str, tools: str) -> dict[str, str]:
         """The variables a replay in this environment needs, for a workspace at ``root``."""
@@ -90,6 +91,7 @@ class Recipe:
         for rel in self.inputs:
             lines.append(f"COPY {inputs_from or seeds}/{rel} {workdir}/{rel}")
         steps = [*self.image_steps, *self.tools, *self.steps]
+        steps += self.browsers  # by the project's own Playwright or Cypress, once it is installed
         if steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
             lines.append("RUN " + " \\\n    && ".join([steps[0], *(f"({s})" for s in steps[1:])]))
         bins = self.bins(workdir)
@@ -132,9 +134,18 @@ def recipe_for(env: Environment, tree: Path) -> Recipe:
     pythonpath = tuple(dict.fromkeys(p for i in installs for p in i.pythonpath))
     registries = tuple(dict.fromkeys(r for i in installs for r in i.registries))
     members = tuple(dict.fromkeys(m for i in installs for m in i.members))
-    key = _key(base, [*image_steps, *tools, *steps, repr(sorted(env_vars.items())), repr(pythonpath)], tree, inputs)
+    browsers = [_BROWSERS[t] for t in sorted(_BROWSERS) if t in env.tools and "node" in languages]
+    key = _key(base, [*image_steps, *tools, *steps, *browsers, repr(sorted(env_vars.items())), repr(pythonpath)],
+               tree, inputs)
     return Recipe(base, tuple(steps), inputs, outputs, key, tuple(tools), tuple(image_steps),
-                  tuple(sorted(env_vars.items())), pythonpath, registries, members)
+                  tuple(sorted(env_vars.items())), pythonpath, registries, members, tuple(browsers))
+
+
+#: The browsers a browser test runner downloads, never part of a package install: an image gets them
+#: (with the system libraries they need) from the project's own runner; a host replay binds the
+#: user's (:func:`logmine.environment.host.browser_variables`).
+_BROWSERS = {t: f"{c} || echo 'logmine: {t} could not download its browsers' >&2"  # a browser test says so later
+             for t, c in (("cypress", "npx cypress install"), ("playwright", "npx playwright install --with-deps"))}
 
 
 def _installs(env: Environment, tree: Path) -> list[Install]:

@@ -91,3 +91,14 @@ def test_a_built_node_environment_takes_the_users_downloaded_browsers(tmp_path, 
     cache = str(home / ".cache" / "Cypress")
     assert host.env["CYPRESS_CACHE_FOLDER"] == cache and (cache, cache) in host.binds
     assert "PLAYWRIGHT_BROWSERS_PATH" not in host.env
+
+
+def test_an_image_for_browser_tests_downloads_the_browsers_after_the_install(tmp_path):
+    (tmp_path / "package.json").write_text('{"name": "web", "devDependencies": {"@playwright/test": "1.49.1"}}\n')
+    (tmp_path / "package-lock.json").write_text("{}\n")
+    plain = recipe_for(detect(tmp_path, ["npm test"]), tmp_path)
+    browsers = recipe_for(detect(tmp_path, ["npm test", "PLAYWRIGHT_WORKERS=1 npx playwright test e2e"]), tmp_path)
+    run = browsers.dockerfile().split("\nRUN ", 1)[1].split("\nENV ", 1)[0]
+    assert run.index("npm install") < run.index("npx playwright install --with-deps")  # the project's Playwright
+    assert "playwright" not in plain.dockerfile() and plain.key != browsers.key  # an image of its own
+    assert "playwright" not in browsers.script()  # never on the host: the user's browsers are bound there
