@@ -298,10 +298,12 @@ def _script(actions: tuple[Action, ...], writes: dict[int, PatchWrites], root: s
         if n in skipped:
             continue
         if action.kind == "command":
-            command = action.command or ""
+            command = without_test_tail(action.command or "")
             if changes_nothing(command):  # a read or a test run: the grader runs the tests
                 lines.append(f"# command {n} reads or runs tests only: not run")
                 continue
+            if command != action.command:
+                lines.append(f"# command {n} without the reads and test runs it ends with")
             workdir = action.workdir if action.workdir and within(action.workdir, root) else cwd
             lines.append(_command_lines(command.replace(root, "$WORKSPACE"), os.path.relpath(workdir, root), n))
             continue
@@ -316,6 +318,47 @@ def _script(actions: tuple[Action, ...], writes: dict[int, PatchWrites], root: s
             continue
         lines += _write_lines(written, n)
     return "\n".join(lines) + "\n"
+
+
+def without_test_tail(command: str) -> str:
+    """``command`` without the reads and test runs that end its list (``rm -rf test-results &&
+    pnpm exec playwright test …`` → ``rm -rf test-results``): they change no file the grader needs,
+    and it runs the tests itself. A command with a here-document, a substitution or more than one
+    line is kept whole."""
+    if "\n" in command or "<<" in command or "`" in command or "$(" in command:
+        return command
+    while True:
+        cut = _last_separator(command)
+        if cut is None or not changes_nothing(command[cut[1]:]) or not command[:cut[0]].strip():
+            return command
+        command = command[:cut[0]].rstrip()
+
+
+def _last_separator(command: str) -> tuple[int, int] | None:
+    """Where the last ``&&`` or ``;`` outside quotes and brackets starts and ends, else None."""
+    found, depth, quote, i = None, 0, "", 0
+    while i < len(command):
+        c = command[i]
+        if quote:
+            quote = "" if c == quote else quote
+            i += 2 if c == "\\" and quote == '"' else 1
+            continue
+        if c == "\\":
+            i += 2
+            continue
+        if c in "'\"":
+            quote = c
+        elif c in "({":
+            depth += 1
+        elif c in ")}":
+            depth -= 1
+        elif depth == 0 and command.startswith("&&", i):
+            found = (i, i + 2)
+            i += 1
+        elif depth == 0 and c == ";" and not command.startswith(";;", i):
+            found = (i, i + 1)
+        i += 1
+    return None if quote or depth else found
 
 
 def _command_lines(command: str, rel: str, n: int) -> str:

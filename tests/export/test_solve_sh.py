@@ -150,6 +150,27 @@ def test_reads_and_test_runs_are_left_out_of_the_solution(tmp_path):
     assert script.count("reads or runs tests only: not run") == 3
 
 
+def test_the_test_runs_a_command_ends_with_are_left_out(tmp_path):
+    """A real task cleared Playwright's output, then ran the e2e suite for up to two minutes, seven
+    times: the solution keeps the edit and leaves the test run to the grader."""
+    start = tmp_path / "start"
+    start.mkdir()
+    (start / "test-results").mkdir()
+    commands = ["rm -rf test-results && PLAYWRIGHT_WORKERS=1 pnpm exec playwright test e2e/a.spec.ts",
+                "echo built > build.log && python3 -m pytest -q 2>&1 | tail -20; git status --short",
+                "echo 'a && pytest' > quoted.txt", "cd web && npm test"]
+    actions = tuple(Action(i, "command", f"c{i}", command=c, workdir=ROOT) for i, c in enumerate(commands))
+    script = solve_sh(actions, start, ROOT, ROOT)
+    assert "playwright" not in script and "pytest -q" not in script and "npm test" not in script, script
+    assert script.count("without the reads and test runs it ends with") == 2
+    assert "reads or runs tests only: not run" in script  # `cd web && npm test`: nothing is left
+    done = subprocess.run(["bash", "-c", script], env={"WORKSPACE": str(start), "PATH": "/usr/bin:/bin"},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not (start / "test-results").exists() and (start / "build.log").read_text() == "built\n"
+    assert (start / "quoted.txt").read_text() == "a && pytest\n"  # a separator inside quotes is not one
+
+
 @pytest.mark.parametrize("kind", ["private_key", "private_key_id"])
 def test_a_command_ending_in_a_secret_still_parses_once_redacted(kind, tmp_path):
     """Redaction takes a secret's base64 body up to the first character it cannot hold, line ends
