@@ -42,7 +42,8 @@ from logmine.workspace.edits import (
 # a failure that says the environment lacks something (not that the task's code is wrong)
 # (cargo in the offline sandbox: a crate its registry cache lacks is "no matching package"; dash, which
 # runs npm's scripts, says `sh: 1: cross-env: not found` of a program no install provided)
-MISSING = re.compile(r"(?m)(^.*: command not found|^.*\bsh: \d+: [^\s/:]+: not found|^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
+MISSING = re.compile(r"(?m)(^.*: command not found|^.*\bsh: \d+: [^\s/:]+: not found|"
+                     r"^.*No module named [^\n]*|^.*Cannot find module [^\n]*|"
                      r"^.*Cannot find dependency '[^\n]*|"  # vitest's environment: 'jsdom' not installed
                      r"^.*ModuleNotFoundError[^\n]*|^error: rustup could not choose a version[^\n]*|"
                      r"^error: toolchain '[^']*' is not installed[^\n]*|^error: no matching package named [^\n]*|"
