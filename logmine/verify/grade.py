@@ -30,12 +30,15 @@ from logmine.workspace import read_inside, within
 EXCERPT = 600
 # a run's line saying the environment lacked something no tree holds: a service that refused the
 # connection (a database the tests' setup reaches), a workspace package that was never built, a
-# browser Playwright or Cypress downloads to the user's cache (never part of an install offline)
+# browser Playwright or Cypress downloads to the user's cache, a Prisma client never generated (none
+# of them part of an install offline)
 _UNAVAILABLE = re.compile(r"(?m)^.*(?:\bECONNREFUSED\b|Connection refused|could not connect to server|"
                           r"Can't connect to (?:local )?MySQL server|Failed to resolve entry for package|"
                           r"ERR_PNPM_VERIFY_DEPS_BEFORE_RUN|"  # pnpm: node_modules not as the lock says
                           r"browserType\.launch: Executable doesn't exist|Host system is missing dependencies|"
-                          r"the Cypress binary is missing|Cypress failed to start).*$")
+                          r"the Cypress binary is missing|Cypress failed to start|"
+                          # Prisma's client never generated (`prisma generate` downloads its engines)
+                          r"Cannot find module '\.prisma/client|@prisma/client did not initialize yet|binaries\.prisma\.sh).*$")
 
 
 @dataclass(frozen=True, slots=True)

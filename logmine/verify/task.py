@@ -57,7 +57,7 @@ def lacking(grade_: Grade) -> str | None:
     if grade_.passed is not False:
         return None
     found = MISSING.search(grade_.excerpt or "")
-    if found and re.search(r"Cannot find module '[./]", found.group(0)):
+    if found and re.search(r"Cannot find module '(?:\.{1,2}/|/)", found.group(0)):
         found = None  # a file of the project's own (a patch that did not apply may have made it)
     return grade_.unavailable or (found.group(0).strip()[:200] if found else None)
 

@@ -34,6 +34,14 @@ def _failed(output: str) -> Grade:
      "/root/.cache/ms-playwright/chromium_headless_shell-1148/chrome-linux/headless_shell"),
     ("The cypress npm package is installed, but the Cypress binary is missing.\n",
      "The cypress npm package is installed, but the Cypress binary is missing."),
+    # a package's path, not the project's own file: Prisma's client, which `prisma generate` makes
+    ("Error: Cannot find module '.prisma/client/default'\nRequire stack:\n",
+     "Error: Cannot find module '.prisma/client/default'"),
+    ("Error: request to https://binaries.prisma.sh/all_commits/0c8e/debian-openssl-3.0.x/schema-engine.gz.sha256 "
+     "failed, reason: getaddrinfo ENOTFOUND binaries.prisma.sh\n FAIL tests/a.test.ts\nTypeError: Cannot read "
+     "properties of undefined (reading '$disconnect')\n",
+     "Error: request to https://binaries.prisma.sh/all_commits/0c8e/debian-openssl-3.0.x/schema-engine.gz.sha256 "
+     "failed, reason: getaddrinfo ENOTFOUND binaries.prisma.sh"),
 ])
 def test_a_run_that_lacks_what_it_needs_says_which_line(output, line):
     assert lacking(_failed(output)) == line
@@ -42,6 +50,7 @@ def test_a_run_that_lacks_what_it_needs_says_which_line(output, line):
 @pytest.mark.parametrize("output", [
     "AssertionError: 3 != 2\n", "FAILED test_calc.py::test_add - assert 1 == 2\n",
     "Error: Cannot find module './calc'\nRequire stack:\n",  # the project's own file: a patch may have made it
+    "Error: Cannot find module '../lib/db'\n", "Error: Cannot find module '/w/src/db.js'\n",
     "error[E0425]: cannot find value `x` in this scope\n",
     "sh: 1: ./scripts/gen.sh: not found\n",  # the project's own script: a patch may have made it
 ])
