@@ -191,8 +191,28 @@ def node_install(tree: Path, where: str, manifests: tuple[str, ...], versions: d
             again = f"{step} --no-frozen-lockfile" if manager == "pnpm" else step
             step = f"{manager} install --frozen-lockfile{quiet} --ignore-scripts || {again}"
         install.steps.append(_cd(where, step))
+    for package in [str(PurePosixPath(m).parent) for m in install.inputs if PurePosixPath(m).name == "package.json"]:
+        install.inputs += _prisma_client(tree, package, install.steps)
     install.registries.append("registry.npmjs.org")
     return install
+
+
+def _prisma_client(tree: Path, package: str, steps: list[str]) -> list[str]:
+    """Where a package uses Prisma with its schema in the default place, ``prisma generate`` after the
+    install (the client its code imports is made there, ``node_modules/.prisma/client``, from the
+    schema: an input like a manifest) and the files it reads; a failed generation (its engines come
+    from Prisma's own servers) is said, and the tests that need the client say what they lack."""
+    try:
+        declared = json.loads((tree / package / "package.json").read_text())
+    except (OSError, ValueError):
+        return []
+    names = {n for key in ("dependencies", "devDependencies") if isinstance(declared.get(key), dict)
+             for n in declared[key]}
+    schema = _in(package, "prisma/schema.prisma")
+    if not names & {"prisma", "@prisma/client"} or not (tree / schema).is_file():
+        return []
+    steps.append(_cd(package, "npx --no-install prisma generate || echo 'logmine: prisma generate failed' >&2"))
+    return [schema, *(_in(package, c) for c in ("prisma.config.ts", "prisma.config.js") if (tree / package / c).is_file())]
 
 
 #: The newest pnpm that writes each lock format: a project that pins none was installed by the pnpm

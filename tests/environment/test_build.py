@@ -102,3 +102,21 @@ def test_an_image_for_browser_tests_downloads_the_browsers_after_the_install(tmp
     assert run.index("npm install") < run.index("npx playwright install --with-deps")  # the project's Playwright
     assert "playwright" not in plain.dockerfile() and plain.key != browsers.key  # an image of its own
     assert "playwright" not in browsers.script()  # never on the host: the user's browsers are bound there
+
+
+def test_a_prisma_project_generates_its_client_after_the_install(tmp_path):
+    """A real session's API tests import ``@prisma/client``, whose client ``prisma generate`` makes
+    from the schema (``Cannot find module '.prisma/client/default'`` without it)."""
+    app = tmp_path / "web"
+    (app / "prisma").mkdir(parents=True)
+    (app / "package.json").write_text('{"name": "web", "dependencies": {"@prisma/client": "7.8.0"}}\n')
+    (app / "package-lock.json").write_text("{}\n")
+    (app / "prisma" / "schema.prisma").write_text('generator client {\n  provider = "prisma-client-js"\n}\n')
+    (app / "prisma.config.ts").write_text('export default { schema: "prisma/schema.prisma" }\n')
+    recipe = recipe_for(detect(tmp_path, ["cd web && npm test"]), tmp_path)
+    assert {"web/prisma/schema.prisma", "web/prisma.config.ts"} <= set(recipe.inputs)  # the key follows the schema
+    generate = [s for s in recipe.steps if "prisma generate" in s]
+    assert len(generate) == 1 and generate[0].startswith("cd web && ")
+    assert recipe.steps.index(generate[0]) > next(i for i, s in enumerate(recipe.steps) if "npm install" in s)
+    (app / "package.json").write_text('{"name": "web", "dependencies": {"left-pad": "1.3.0"}}\n')
+    assert not any("prisma" in s for s in recipe_for(detect(tmp_path, ["cd web && npm test"]), tmp_path).steps)
