@@ -101,7 +101,7 @@ def copy_tree(source: Path, dest: Path, redactor: Redactor | None = None, *, max
         kept = []
         for name in sorted(dirnames):
             rel = os.path.normpath(os.path.join(rel_dir, name))
-            if credential_path(rel):
+            if credential_path(rel, directory=True):
                 left_out.append(rel)
             elif caches or name not in CACHE_DIRS:
                 kept.append(name)

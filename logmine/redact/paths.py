@@ -37,8 +37,18 @@ HOME_CREDENTIALS = (tuple(d for d in CREDENTIAL_DIRS if d != ".git")
                        ".cargo/credentials.toml") + HOME_ONLY)
 
 
-def credential_path(rel: str) -> str | None:
-    """Why the file or directory at ``rel`` (relative, ``/``-separated) must not be copied, or None."""
+#: source code, never a credentials file by its name alone (``credentials.test.ts``, ``secrets.py``:
+#: code that handles them; a secret written in one is redacted as text)
+CODE_SUFFIXES = (".py", ".pyi", ".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts", ".go", ".rs", ".rb",
+                 ".java", ".kt", ".swift", ".php", ".cs", ".c", ".h", ".cc", ".cpp", ".hpp", ".scala", ".ex", ".exs",
+                 ".vue", ".svelte", ".dart", ".lua")
+
+
+def credential_path(rel: str, directory: bool = False) -> str | None:
+    """Why the file (or, with ``directory``, the directory) at ``rel`` (relative, ``/``-separated)
+    must not be copied, or None. A directory is one by its name only when it is a private one
+    (:data:`CREDENTIAL_DIRS`): ``api/users/[id]/password/`` holds a route's code, and the file
+    names below it are judged one by one."""
     rel = posixpath.normpath(rel)
     parts = rel.split("/")
     for entry in CREDENTIAL_DIRS:
@@ -46,8 +56,10 @@ def credential_path(rel: str) -> str | None:
         for i in range(len(parts) - depth + 1):
             if "/".join(parts[i:i + depth]) == entry:
                 return f"private directory {entry}"
+    if directory:
+        return None
     name = parts[-1].lower()
     for pattern in CREDENTIAL_FILES:
-        if fnmatch.fnmatchcase(name, pattern):
+        if fnmatch.fnmatchcase(name, pattern) and not (pattern.endswith(".*") and name.endswith(CODE_SUFFIXES)):
             return f"credentials file ({pattern})"
     return None
