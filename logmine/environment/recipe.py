@@ -93,7 +93,7 @@ class Recipe:
         steps = [*self.image_steps, *self.tools, *self.steps]
         steps += self.browsers  # by the project's own Playwright or Cypress, once it is installed
         if steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
-            lines.append("RUN " + " \\\n    && ".join([steps[0], *(f"({s})" for s in steps[1:])]))
+            lines.append("RUN " + " \\\n    && ".join(f"({s})" for s in steps))  # a step's `cd` stays in it
         bins = self.bins(workdir)
         env = sorted(self.replay_env(workdir, IMAGE_TOOLS).items())
         if bins:  # bare `pytest`, `jest`, `pnpm` resolve as in the session's activated shell
@@ -106,7 +106,8 @@ class Recipe:
     def script(self) -> str:
         """The steps as one shell script (``set -e``), for a prefix build on the host (``$LOGMINE_TOOLS``
         set by the caller); never the image steps: the host's own system is not ours to change."""
-        return "set -eu\n" + "\n".join([*self.tools, *self.steps]) + "\n"
+        # each in its own subshell: a step's `cd backend && uv sync` must not move the steps after it
+        return "set -eu\n" + "".join(f"(\n{step}\n)\n" for step in [*self.tools, *self.steps])
 
 
 class NoRecipe(LogmineError):

@@ -9,7 +9,7 @@ import pytest
 
 from logmine.environment.build import EnvironmentUnavailable, build_prefix, prefix_environment
 from logmine.environment.detect import Environment, detect
-from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, recipe_for
+from logmine.environment.recipe import NODE_IMAGE, PYTHON_IMAGE, NoRecipe, Recipe, recipe_for
 
 
 def test_recipe_from_requirements_and_pytest(tmp_path):
@@ -21,7 +21,7 @@ def test_recipe_from_requirements_and_pytest(tmp_path):
     assert "pytest" in recipe.steps[-1]
     dockerfile = recipe.dockerfile()
     assert dockerfile.splitlines()[0] == f"FROM {PYTHON_IMAGE}"
-    assert dockerfile.index("COPY seeds/requirements.txt") < dockerfile.index("RUN python3 -m venv")
+    assert dockerfile.index("COPY seeds/requirements.txt") < dockerfile.index("RUN (python3 -m venv")
     assert dockerfile.rstrip().endswith("COPY seeds/ /workspace/")
     (tmp_path / "requirements.txt").write_text("iniconfig==2.0.0\nsix\n")
     assert recipe_for(env, tmp_path).key != recipe.key  # manifests' contents are in the key
@@ -120,3 +120,16 @@ def test_a_prisma_project_generates_its_client_after_the_install(tmp_path):
     assert recipe.steps.index(generate[0]) > next(i for i, s in enumerate(recipe.steps) if "npm install" in s)
     (app / "package.json").write_text('{"name": "web", "dependencies": {"left-pad": "1.3.0"}}\n')
     assert not any("prisma" in s for s in recipe_for(detect(tmp_path, ["cd web && npm test"]), tmp_path).steps)
+
+
+def test_a_step_that_changes_directory_does_not_move_the_steps_after_it(tmp_path):
+    """A real project's backend in ``backend/`` (uv) and front end in ``frontend/`` (npm): the uv step
+    runs ``cd backend && uv sync``, and the steps after it name root-relative paths
+    (``frontend/package.json``); run in one shell, they ran in ``backend/`` and failed."""
+    recipe = Recipe("python:3.11-slim", ("cd sub && touch made-in-sub", "touch made-at-root"), (), (), "k")
+    (tmp_path / "sub").mkdir()
+    done = subprocess.run(["sh", "-c", recipe.script()], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "sub" / "made-in-sub").is_file() and (tmp_path / "made-at-root").is_file()
+    run = recipe.dockerfile().split("\nRUN ", 1)[1].split("\n", 1)[0]
+    assert run.startswith("(cd sub && touch made-in-sub)")
