@@ -45,11 +45,9 @@ def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS
     notes = [f"{len(links)} link(s) to absolute paths or out of the tree left out: " + ", ".join(links[:3])] \
         if links else []
     agents = [p for p in absent if agent_home(p)]
-    if agents:
-        notes.append(f"{len(agents)} agent file(s) the clone lacks left out: " + ", ".join(agents[:3]))
-    if len(agents) < len(absent):
-        data = [p for p in absent if not agent_home(p)]
-        notes.append(f"{len(data)} media file(s) the clone lacks left out: " + ", ".join(data[:3]))
+    for kind, paths in (("agent", agents), ("media", [p for p in absent if p not in agents])):
+        if paths:
+            notes.append(f"{len(paths)} {kind} file(s) the clone lacks left out: " + ", ".join(paths[:3]))
     return notes
 
 
