@@ -202,14 +202,9 @@ def _prisma_client(tree: Path, package: str, steps: list[str]) -> list[str]:
     install (the client its code imports is made there, ``node_modules/.prisma/client``, from the
     schema: an input like a manifest) and the files it reads; a failed generation (its engines come
     from Prisma's own servers) is said, and the tests that need the client say what they lack."""
-    try:
-        declared = json.loads((tree / package / "package.json").read_text())
-    except (OSError, ValueError):
-        return []
-    names = {n for key in ("dependencies", "devDependencies") if isinstance(declared.get(key), dict)
-             for n in declared[key]}
+    declared = _dependencies(tree, _in(package, "package.json"), ("dependencies", "devDependencies"))
     schema = _in(package, "prisma/schema.prisma")
-    if not names & {"prisma", "@prisma/client"} or not (tree / schema).is_file():
+    if not declared.keys() & {"prisma", "@prisma/client"} or not (tree / schema).is_file():
         return []
     steps.append(_cd(package, "npx --no-install prisma generate || echo 'logmine: prisma generate failed' >&2"))
     return [schema, *(_in(package, c) for c in ("prisma.config.ts", "prisma.config.js") if (tree / package / c).is_file())]
@@ -246,16 +241,23 @@ def local_packages(tree: Path, manifests: list[str]) -> list[str]:
     ``"link:…"``): the install reads them, so they are inputs like the manifests."""
     found: list[str] = []
     for rel in manifests:
-        try:
-            data = json.loads((tree / rel).read_text(errors="replace"))
-        except (OSError, ValueError):
-            continue
-        for field_name in ("dependencies", "devDependencies", "optionalDependencies"):
-            for spec in (data.get(field_name) or {}).values() if isinstance(data, dict) else ():
-                if isinstance(spec, str) and spec.startswith(("file:", "link:")):
-                    target = str(PurePosixPath(rel).parent / spec.split(":", 1)[1])
-                    found += _files_below(tree, target)
+        for spec in _dependencies(tree, rel).values():
+            if isinstance(spec, str) and spec.startswith(("file:", "link:")):
+                found += _files_below(tree, str(PurePosixPath(rel).parent / spec.split(":", 1)[1]))
     return found
+
+
+def _dependencies(tree: Path, rel: str, fields: tuple[str, ...] = ("dependencies", "devDependencies",
+                                                                  "optionalDependencies")) -> dict:
+    """The dependencies the ``package.json`` at ``rel`` declares in ``fields``, by name (none when it
+    cannot be read)."""
+    try:
+        data = json.loads((tree / rel).read_text(errors="replace"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {name: spec for f in fields if isinstance(data.get(f), dict) for name, spec in data[f].items()}
 
 
 def _files_below(tree: Path, rel: str) -> list[str]:
