@@ -222,7 +222,8 @@ def _note_command(argv: tuple[str, ...], tools: set, interpreters: set, venvs: s
             if root and not program.startswith(("/", "~")):  # absolute ones are installations, not venvs
                 venvs.add(root)
     if name in RUNNERS or name in ("npx", "pnpx", "bunx"):  # the latter only start a package's program
-        runners.update({name} & set(RUNNERS))
+        if name in RUNNERS:
+            runners.add(name)
         target = run_target(argv)
         if target is not argv:  # `uv run --with pytest pytest`, `poetry run pytest`: the program it starts
             started = target[0].rsplit("/", 1)[-1]

@@ -90,8 +90,8 @@ class Recipe:
             lines.insert(1, f"ENV LOGMINE_TOOLS={IMAGE_TOOLS} PATH={IMAGE_TOOLS}/bin:$PATH")
         for rel in self.inputs:
             lines.append(f"COPY {inputs_from or seeds}/{rel} {workdir}/{rel}")
-        steps = [*self.image_steps, *self.tools, *self.steps]
-        steps += self.browsers  # by the project's own Playwright or Cypress, once it is installed
+        # the browsers last: by the project's own Playwright or Cypress, once it is installed
+        steps = [*self.image_steps, *self.tools, *self.steps, *self.browsers]
         if steps:  # one RUN: every layer is a copy of the image on some storage drivers (vfs)
             lines.append("RUN " + " \\\n    && ".join(f"({s})" for s in steps))  # a step's `cd` stays in it
         bins = self.bins(workdir)
