@@ -13,7 +13,7 @@ from pathlib import Path
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.workspace.edits import NotRebuilt, agent_home
 
-__all__ = ["blob", "export_commit", "git", "media"]
+__all__ = ["blob", "export_commit", "extract_paths", "git", "media"]
 
 
 def git(repo: Path, *args: str) -> str | None:
@@ -62,9 +62,17 @@ def media(path: str) -> bool:
     return path.rsplit(".", 1)[-1].lower() in _MEDIA if "." in path.rsplit("/", 1)[-1] else False
 
 
-def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: Sequence[str] = ()) -> str | None:
-    """``git archive`` of ``commit`` (without the paths ``leave_out``) extracted into ``dest``, the
-    links it cannot keep appended to ``links``; returns why it failed, else None."""
+def extract_paths(repo: Path, commit: str, dest: Path, paths: Sequence[str]) -> str | None:
+    """Only ``paths`` (files or folders) of ``commit`` extracted into ``dest``, links to absolute paths
+    or out of the tree left out, not redacted; returns why it failed, else None."""
+    return _extract(repo, commit, dest, [], only=paths)
+
+
+def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: Sequence[str] = (),
+             only: Sequence[str] = ()) -> str | None:
+    """``git archive`` of ``commit`` (only the paths ``only``; without the paths ``leave_out``)
+    extracted into ``dest``, the links it cannot keep appended to ``links``; returns why it failed,
+    else None."""
 
     def keep(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
         try:
@@ -75,7 +83,8 @@ def _extract(repo: Path, commit: str, dest: Path, links: list[str], leave_out: S
                 return None
             raise
 
-    spec = ["--", ".", *(f":(exclude,literal){p}" for p in leave_out)] if leave_out else []
+    kept = [f":(literal){p}" for p in only] or ["."]
+    spec = ["--", *kept, *(f":(exclude,literal){p}" for p in leave_out)] if only or leave_out else []
     with tempfile.TemporaryFile() as errors:  # a file, not a pipe: git never blocks on what it says
         proc = subprocess.Popen(["git", "-C", str(repo), "archive", "--format=tar", commit, *spec],
                                 stdout=subprocess.PIPE, stderr=errors)

@@ -39,6 +39,7 @@ from logmine.workspace.edits import (
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
 from logmine.workspace.later import LaterCommit, start_later
 from logmine.workspace.shown import ShownFiles
+from logmine.workspace.tooling import restore_tooling, tooling_used
 from logmine.workspace.untracked import carried_note, carry_untracked
 
 __all__ = ["NotRebuilt", "RebuiltTree", "map_path", "read_inside", "rebuild", "rebuild_task", "within"]
@@ -183,6 +184,10 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     commit of the clone made after the header commit and before the task ``started`` on which every one
     of the task's own patches applies is the start state instead (``later_commit``, :func:`logmine.workspace.later.later_commit`).
 
+    An agent's workflow tooling that the session's commands use and the start commit lacks
+    (spec-kit's ``.specify/``, often untracked) comes from the nearest commit that holds it
+    (:mod:`logmine.workspace.tooling`).
+
     ``mask``: the store's; with a key, the tree's text files are redacted with it as soon as they are
     extracted, so that a secret in the code and the log's patches hold the same pseudonym (a patch
     whose context holds one applies, and a test sees the value the code sees). What is exported as
@@ -194,6 +199,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     top = git(local, "rev-parse", "--show-toplevel")
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
+    tooling = tooling_used((*prior, *own))
     failed: list[FailedEdit] = []
     made: tuple[str, ...] = ()
     if top is None:
@@ -208,6 +214,8 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
         commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried)
         notes += exported
+        if method != "ghost_snapshot":
+            notes += restore_tooling(live, commit, dest, tooling, started, mask)
     showing = ShownFiles(shown if method != "ghost_snapshot" else (), root, mask, live)
     showing.write(-1, dest)
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
@@ -228,6 +236,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
                             showing.paths)
         if later is not None:
             method, made = "later_commit", ()
+            later[1].extend(restore_tooling(live, later[0].sha, dest, tooling, started, mask))
             showing.forget()
             notes, failed, unreplayed = _redo_since(later, prior, dest, recipe, root, cwd, live, backend=backend,
                                                     limits=limits, branch=branch, showing=showing)

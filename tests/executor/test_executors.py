@@ -40,10 +40,14 @@ DRIVER = textwrap.dedent("""
 
     def cube(x):
         import time
-        time.sleep(0.3)
+        time.sleep(1.0)  # long enough that a busy head spills units to the other node, even on a loaded machine
         return x ** 3
 
     executor = make_executor(ExecutorConfig(kind="ray"))
+    import ray, time
+    deadline = time.monotonic() + 60  # a loaded machine can lag the head's view of the second node
+    while ray.cluster_resources().get("CPU") != 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
     done = list(executor.map(cube, range(8), ordered=True))
     checks = executor.check_nodes(lambda: None)
     try:
