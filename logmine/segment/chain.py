@@ -98,12 +98,15 @@ def _names(action: Action, paths: tuple[str, ...]) -> bool:
 def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict[str, dict] | None = None) -> TaskInput:
     """``item`` with what the log shows of its start beyond the commit: the edits of the earlier
     sessions at its commit (:func:`earlier_edits`), the earlier sessions' patches of the files
-    untracked at its start (:func:`carried_patches`), and the files its session's reads showed
-    (:func:`logmine.segment.shown.shown_for_task`)."""
+    untracked at its start (:func:`carried_patches`), the files its session's reads showed
+    (:func:`logmine.segment.shown.shown_for_task`), and the tracked files its session's ``git status``
+    showed changed as it began (:mod:`logmine.segment.status`)."""
     chain = earlier_edits(store, item.task, cache, calls_by_file)
     carried = carried_patches(store, item.task, cache, calls_by_file)
     key = ("reads", item.task.source_path)
     if key not in cache:
         cache[key] = session_reads(store, item.task.source_path, item.task.start_state.repo.cwd)
     shown = shown_for_task(cache[key], item.task.first_seq, (a.seq for a in item.prior))
-    return replace(item, chain=chain, carried=carried, shown=shown) if chain or carried or shown else item
+    listed = cache[key].listed_at_start()
+    return replace(item, chain=chain, carried=carried, shown=shown, listed=listed) \
+        if chain or carried or shown or listed else item

@@ -299,6 +299,17 @@ class Shown:
 
 
 @dataclass(frozen=True, slots=True)
+class Listed:
+    """A tracked file the session's own ``git status`` listed as changed in the work tree before the
+    session could have changed it: the author's uncommitted work (:mod:`logmine.segment.status`)."""
+
+    path: str  # absolute (joined to the directory the command ran in), or from the repository's top
+    code: str  # the status's two letters: `` M``, ``D ``, ``R `` …
+    seq: int  # the ``git status`` call
+    from_top: bool = False  # ``--porcelain``: ``path`` is relative to the repository's top
+
+
+@dataclass(frozen=True, slots=True)
 class TaskInput:
     """A task with everything verify and export need to rebuild and replay it."""
 
@@ -311,6 +322,7 @@ class TaskInput:
     carried: tuple[Action, ...] = ()
     shown: tuple[Shown, ...] = ()  # files as the session's reads showed them before its start or earlier work
     python: str | None = None  # the Python (``3.10``) the session's commands ran, as their outputs show it
+    listed: tuple[Listed, ...] = ()  # tracked files ``git status`` showed changed as the session began
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

@@ -32,7 +32,8 @@ from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.gitdiff import Diffed, parse_diff
 from logmine.segment.powershell import as_bash, looks_powershell, posix_file
-from logmine.segment.records import Shown, patch_applied
+from logmine.segment.records import Listed, Shown, patch_applied
+from logmine.segment.status import parse_status
 from logmine.store import Store, fetch_dicts
 
 __all__ = ["Read", "SessionReads", "SessionStep", "parse_read", "session_reads", "shown_for_task"]
@@ -300,14 +301,17 @@ class SessionStep:
     named: str | None = None  # a command that may change the files its text names: that text
     every: bool = False  # a command that may have changed any file
     diffs: tuple[Diffed, ...] = ()  # what a ``git diff`` showed (paths relative to the repository's top)
+    listed: tuple[Listed, ...] = ()  # the tracked files a ``git status`` showed changed
 
     @classmethod
     def command(cls, seq: int, command: str, where: str, exit_code: int | None, output: str | None) -> SessionStep:
         shows = exit_code == 0 and output is not None
         reads = tuple(parse_read(command, output or "", where)) if shows else ()
         diffs = tuple(parse_diff(command, output or "")) if shows and not reads else ()
+        listed = tuple(parse_status(command, output or "", where, seq)) if shows and not reads else ()
         edits, every = _edits(command)
-        return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs)
+        return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs,
+                   listed=listed)
 
     def may_change(self, path: str) -> bool:
         base = os.path.basename(path)
@@ -330,6 +334,8 @@ class SessionReads:
                 self.diffs.setdefault(diff.path, []).append((step.seq, diff))
         changers = [s for s in steps if s.every or s.patched or s.named]
         self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in {*self.reads, *self.diffs}}
+        self.changers = changers
+        self.statuses = [(s.seq, s.listed) for s in steps if s.listed]
         self._texts: dict[tuple[str, float, float], tuple[str | None, int]] = {}  # one text per window, shared
 
     def at(self, seq: int) -> tuple[Shown, ...]:
@@ -355,6 +361,20 @@ class SessionReads:
                 shown.append(Shown(path, diff.hunks, when, seq, base=diff.base, after=diff.after))
         return tuple(sorted(shown, key=lambda s: (s.seq, s.path)))
 
+    def listed_at_start(self) -> tuple[Listed, ...]:
+        """The tracked files the session's ``git status`` calls showed changed before the session could
+        have changed them (:mod:`logmine.segment.status`): calls before the first step that may have
+        changed any file, and never a file that a step before the call may have changed."""
+        any_file = min((s.seq for s in self.changers if s.every), default=float("inf"))
+        found: dict[tuple[str, bool], Listed] = {}
+        for seq, listed in self.statuses:
+            if seq > any_file:
+                break
+            for item in listed:
+                if not any(s.seq < seq and s.may_change(item.path) for s in self.changers):
+                    found.setdefault((item.path, item.from_top), item)
+        return tuple(found.values())
+
     def _window(self, path: str, seq: int) -> tuple[float, float]:
         """The steps that may have changed ``path`` last before ``seq`` (-1: none) and first from it on."""
         changes = self.changes[path]
@@ -365,7 +385,8 @@ class SessionReads:
 # Outputs are read only for the commands that may be reads; patches come from their events.
 _COMMANDS_SQL = r"""
 SELECT seq, command, workdir, exit_code,
-       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|\bgit\s.*\bdiff\b|^(Get-Content|gc)\s') THEN output END
+       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|\bgit\s.*\b(diff|status)\b|^(Get-Content|gc)\s')
+            THEN output END
          AS output
 FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
 """
@@ -392,7 +413,7 @@ def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionRea
     for row in fetch_dicts(store.con.execute(_COMMANDS_SQL, [source_path])):
         step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, posix_file(row["workdir"] or ".")),
                                    row["exit_code"], row["output"])
-        if step.reads or step.diffs or step.named or step.every:
+        if step.reads or step.diffs or step.listed or step.named or step.every:
             steps.append(step)
     return SessionReads(sorted(steps, key=lambda s: s.seq))
 

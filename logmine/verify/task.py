@@ -247,10 +247,13 @@ def _failure(grade_: Grade) -> str:
     return "; ".join(said + [errors[-1][:160]] if errors else said)
 
 
-#: A test runner saying the project file it starts from is not there (cargo, npm, pytest, python).
+#: A test runner saying the project file it starts from is not there (cargo, npm, pytest, python, make),
+#: or that no test file matches the files it was told to run (vitest's filter, jest's pattern).
 _NO_PROJECT_FILE = re.compile(r"could not find `(Cargo\.toml)` in|ENOENT: no such file or directory, open '([^']*package\.json)'|"
                               r"ERROR: file or directory not found: (\S+)|can't open file '([^']+)': \[Errno 2\]|"
-                              r"make: \*\*\* No rule to make target '[^']+'\.  Stop\.()")
+                              r"make: \*\*\* No rule to make target '[^']+'\.  Stop\.()|"
+                              r"(?m:^filter:\s+([^,\s]+))(?s:.*?)No test files found, exiting with code 1|"
+                              r"No tests found, exiting with code 1(?s:.*?)(?m:^Pattern:\s+(\S+))")
 
 
 def _project_file_missing(item: TaskInput, state: RebuiltTree, after: dict[str, Grade]) -> str | None:

@@ -80,11 +80,13 @@ class StartDiffered(NotRebuilt):
     """The session's own edits show that its start tree was not the rebuilt one."""
 
     def __init__(self, path: str, against: str = "commit", untracked: bool = False, ran: bool = False,
-                 read_at: int | None = None, found_by: str | None = None):
+                 read_at: int | None = None, found_by: str | None = None, listed_at: int | None = None):
         detail = ", untracked at the session's start" if untracked else ""
         detail += ", a script the session ran that the repository does not hold" if ran else ""
         detail += f", which the session read at seq {read_at} and the tree lacks" if read_at is not None else ""
         detail += f", which {found_by} found in the session and not at replay" if found_by else ""
+        detail += (f", which the session's `git status` at seq {listed_at} showed changed as it began"
+                   if listed_at is not None else "")
         super().__init__(f"start tree differed from {against} (first mismatch: {path}{detail})")
         self.path = path
 

@@ -25,7 +25,7 @@ from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.powershell import is_windows, posix_path
-from logmine.segment.records import Action, Chain, Repo, Shown, StartState, TaskInput
+from logmine.segment.records import Action, Chain, Listed, Repo, Shown, StartState, TaskInput
 from logmine.workspace.archive import export_commit, git
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
@@ -38,6 +38,7 @@ from logmine.workspace.edits import (
 )
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
 from logmine.workspace.later import LaterCommit, start_later
+from logmine.workspace.listed import check_listed, touched_by
 from logmine.workspace.shown import ShownFiles
 from logmine.workspace.tooling import restore_tooling, tooling_used
 from logmine.workspace.untracked import carried_note, carry_untracked
@@ -102,7 +103,7 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
             limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
             mask: Mask = PLACEHOLDERS, chain: Chain | None = None, carried: tuple[Action, ...] = (),
-            shown: tuple[Shown, ...] = ()) -> RebuiltTree:
+            shown: tuple[Shown, ...] = (), listed: tuple[Listed, ...] = ()) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     ``chain``: the edits of earlier sessions that recorded the same commit in the same cwd
@@ -117,12 +118,15 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     earlier sessions' patches of the files untracked at the session's start, which the commit lacks
     (:mod:`logmine.workspace.untracked`). ``shown``: files as the session's reads showed them
     (:mod:`logmine.workspace.shown`; not with the chain, whose edits came before the session began).
+    ``listed``: the tracked files the session's ``git status`` showed changed as it began; a start from
+    the session's commit must hold each as the author had it (:mod:`logmine.workspace.listed`).
     :func:`_rebuild` does the rest.
     """
     def build(actions: tuple[Action, ...], where: Path, branch: str | None, chained: bool = False) -> RebuiltTree:
-        return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
+        tree = _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
                         backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch,
                         carried=carried, shown=() if chained else shown)
+        return _as_listed(tree, listed, chain.edits if chain is not None and chained else ())
 
     if chain is None:
         return build(prior, dest, recipe.repo.git_branch)
@@ -159,6 +163,18 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             f"this directory at that commit ({', '.join(s[:8] for s in chain.sessions[-3:])}): without them, "
             f"{str(evidence)[:160]}")
     return dataclasses.replace(second, path=dest, note="; ".join(n for n in (note, second.note) if n))
+
+
+def _as_listed(tree: RebuiltTree, listed: tuple[Listed, ...], chained: tuple[Action, ...]) -> RebuiltTree:
+    """``tree`` when it holds the files ``git status`` showed changed as the session began as the author
+    had them (:func:`logmine.workspace.listed.check_listed`), with a note on the documentation left as the
+    commit has it; raises :class:`StartDiffered`. Only a start from the session's commit is checked: a
+    snapshot or a later commit holds the author's work."""
+    if not listed or tree.method not in ("git_commit+patches", "dated_commit"):
+        return tree
+    explained = {*tree.shown, *tree.carried, *touched_by(chained, tree.root)}
+    notes = check_listed(listed, tree.root, explained)
+    return dataclasses.replace(tree, note="; ".join(n for n in (tree.note, *notes) if n)) if notes else tree
 
 
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
@@ -306,7 +322,7 @@ def rebuild_task(item: TaskInput, repo_map: dict[str, str], dest: Path, repo_sea
     the log shows of its start beyond the commit (earlier sessions' edits, files its reads showed)."""
     return rebuild(item.task.start_state, item.prior, repo_map, dest, repo_search, plain_dirs, backend=backend,
                    limits=limits, own=item.actions, started=item.task.started_at, mask=mask, chain=item.chain,
-                   carried=item.carried, shown=item.shown)
+                   carried=item.carried, shown=item.shown, listed=item.listed)
 
 
 def _carry(recipe: StartState, carried: tuple[Action, ...], dest: Path, root: str, cwd: str) -> tuple[str, ...]:
