@@ -302,6 +302,7 @@ class SessionStep:
     every: bool = False  # a command that may have changed any file
     diffs: tuple[Diffed, ...] = ()  # what a ``git diff`` showed (paths relative to the repository's top)
     listed: tuple[Listed, ...] = ()  # the tracked files a ``git status`` showed changed
+    only_reads: bool = True  # a command that only reads (a test run or a build may write tracked files)
 
     @classmethod
     def command(cls, seq: int, command: str, where: str, exit_code: int | None, output: str | None) -> SessionStep:
@@ -310,8 +311,10 @@ class SessionStep:
         diffs = tuple(parse_diff(command, output or "")) if shows and not reads else ()
         listed = tuple(parse_status(command, output or "", where, seq)) if shows and not reads else ()
         edits, every = _edits(command)
+        bash = as_bash(command)
+        only = bash is not None and all(_READ_ONLY.match(part) for part in executed(bash))
         return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs,
-                   listed=listed)
+                   listed=listed, only_reads=only)
 
     def may_change(self, path: str) -> bool:
         base = os.path.basename(path)
@@ -336,6 +339,7 @@ class SessionReads:
         self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in {*self.reads, *self.diffs}}
         self.changers = changers
         self.statuses = [(s.seq, s.listed) for s in steps if s.listed]
+        self.first_run = min((s.seq for s in steps if s.every or not s.only_reads), default=float("inf"))
         self._texts: dict[tuple[str, float, float], tuple[str | None, int]] = {}  # one text per window, shared
 
     def at(self, seq: int) -> tuple[Shown, ...]:
@@ -363,9 +367,10 @@ class SessionReads:
 
     def listed_at_start(self) -> tuple[Listed, ...]:
         """The tracked files the session's ``git status`` calls showed changed before the session could
-        have changed them (:mod:`logmine.segment.status`): calls before the first step that may have
-        changed any file, and never a file that a step before the call may have changed."""
-        any_file = min((s.seq for s in self.changers if s.every), default=float("inf"))
+        have changed them (:mod:`logmine.segment.status`): calls before the first command that does
+        more than read (a test run may write a tracked SQLite file or a snapshot), and never a file that
+        a patch or an edit before the call may have changed."""
+        any_file = self.first_run
         found: dict[tuple[str, bool], Listed] = {}
         for seq, listed in self.statuses:
             if seq > any_file:
@@ -413,7 +418,7 @@ def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionRea
     for row in fetch_dicts(store.con.execute(_COMMANDS_SQL, [source_path])):
         step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, posix_file(row["workdir"] or ".")),
                                    row["exit_code"], row["output"])
-        if step.reads or step.diffs or step.listed or step.named or step.every:
+        if step.reads or step.diffs or step.listed or step.named or step.every or not step.only_reads:
             steps.append(step)
     return SessionReads(sorted(steps, key=lambda s: s.seq))
 

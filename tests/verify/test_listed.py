@@ -63,7 +63,18 @@ def test_a_file_the_session_changed_before_its_git_status_is_no_evidence(tmp_pat
     """The session fixed calc.py, then ran ``git status``: calc.py listed is the session's own change."""
     repo = tmp_path / "work" / "own"
     commit = calc_repo(repo)
-    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1).patch(FIX)
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").patch(FIX)
          .run("git status --short", 0, " M calc.py\n").run(TESTS, 0).agent("Fixed."))
     store, _ = verify_sessions(tmp_path, b)
-    assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated"
+    assert verdicts(store, b)[(0, "file_diff", "exact")]["status"] == "validated", verdicts(store, b)
+
+
+def test_a_git_status_after_a_test_run_is_no_evidence(tmp_path):
+    """A test run may write tracked files (a SQLite database, a snapshot): what ``git status`` lists
+    after one is no evidence of the author's start."""
+    repo = tmp_path / "work" / "ran"
+    commit = calc_repo(repo, {"helper.py": HELPER})
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add").run(TESTS, 1)
+         .run("git status --short", 0, " M helper.py\n").patch(FIX).run(TESTS, 0).agent("Fixed."))
+    store, _ = verify_sessions(tmp_path, b)
+    assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated", verdicts(store, b)
