@@ -123,10 +123,10 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     :func:`_rebuild` does the rest.
     """
     def build(actions: tuple[Action, ...], where: Path, branch: str | None, chained: bool = False) -> RebuiltTree:
-        tree = _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
+        return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
                         backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch,
-                        carried=carried, shown=() if chained else shown)
-        return _as_listed(tree, listed, chain.edits if chain is not None and chained else ())
+                        carried=carried, shown=() if chained else shown, listed=listed,
+                        chained=chain.edits if chain is not None and chained else ())
 
     if chain is None:
         return build(prior, dest, recipe.repo.git_branch)
@@ -165,22 +165,11 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     return dataclasses.replace(second, path=dest, note="; ".join(n for n in (note, second.note) if n))
 
 
-def _as_listed(tree: RebuiltTree, listed: tuple[Listed, ...], chained: tuple[Action, ...]) -> RebuiltTree:
-    """``tree`` when it holds the files ``git status`` showed changed as the session began as the author
-    had them (:func:`logmine.workspace.listed.check_listed`), with a note on the documentation left as the
-    commit has it; raises :class:`StartDiffered`. Only a start from the session's commit is checked: a
-    snapshot or a later commit holds the author's work."""
-    if not listed or tree.method not in ("git_commit+patches", "dated_commit"):
-        return tree
-    explained = {*tree.shown, *tree.carried, *touched_by(chained, tree.root)}
-    notes = check_listed(listed, tree.root, explained)
-    return dataclasses.replace(tree, note="; ".join(n for n in (tree.note, *notes) if n)) if notes else tree
-
-
 def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_map: dict[str, str],
              repo_search: tuple[Path, ...], plain_dirs: bool, backend: str, limits: Limits,
              own: tuple[Action, ...], started: datetime | None, mask: Mask, branch: str | None,
-             carried: tuple[Action, ...] = (), shown: tuple[Shown, ...] = ()) -> RebuiltTree:
+             carried: tuple[Action, ...] = (), shown: tuple[Shown, ...] = (), listed: tuple[Listed, ...] = (),
+             chained: tuple[Action, ...] = ()) -> RebuiltTree:
     """The start state from ``prior``, the earlier work redone on the start commit (checked out on
     ``branch`` for that: the branch the author was on where ``prior`` begins).
 
@@ -194,8 +183,13 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     rebuilt unless ``plain_dirs``; then it is copied without credential files
     (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
 
+    ``listed``: the tracked files the session's ``git status`` showed changed as it began; a start from
+    the session's commit must hold each code file as the author had it — written as the session showed
+    it, or made by ``chained`` (the chain's edits, when ``prior`` begins with them) —, else it is known to
+    differ (:func:`logmine.workspace.listed.check_listed`).
+
     When the earlier work does not replay on the header commit (an earlier patch fails: the author's
-    tree differed, or a shell edit failed here), or one of the task's ``own`` patches fails on a file
+    tree differed, or a shell edit failed here), the start is known to differ (``listed``), or one of the task's ``own`` patches fails on a file
     nothing replayed changed, the author may have committed their work during the session: the newest
     commit of the clone made after the header commit and before the task ``started`` on which every one
     of the task's own patches applies is the start state instead (``later_commit``, :func:`logmine.workspace.later.later_commit`).
@@ -244,6 +238,11 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
             unreplayed = exc
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
+    if method in ("git_commit+patches", "dated_commit") and unreplayed is None:
+        try:  # the files the session's git status showed changed as it began must be the author's
+            notes += check_listed(listed, root, {*showing.paths, *made, *touched_by(chained, root)})
+        except StartDiffered as exc:
+            unreplayed = exc
     if method in ("git_commit+patches", "dated_commit"):
         # an earlier install that could not reach its registry: the author's manifests held what it added
         installs = [f for f in failed if _INSTALLS.search(f.command)] if unreplayed is None else []

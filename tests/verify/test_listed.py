@@ -78,3 +78,20 @@ def test_a_git_status_after_a_test_run_is_no_evidence(tmp_path):
          .run("git status --short", 0, " M helper.py\n").patch(FIX).run(TESTS, 0).agent("Fixed."))
     store, _ = verify_sessions(tmp_path, b)
     assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated", verdicts(store, b)
+
+
+def test_a_commit_the_author_made_during_the_session_is_the_start_git_status_asks_for(tmp_path, monkeypatch):
+    """The author committed the helper.py change the session's ``git status`` listed before the task
+    began: that commit, on which the task's patch applies, is its start."""
+    from replay_support import commit_at
+
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2025-12-31T12:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2025-12-31T12:00:00Z")
+    repo = tmp_path / "work" / "during"
+    commit = calc_repo(repo, {"helper.py": HELPER, "docs/notes.md": "# Notes\n"})
+    during = commit_at(repo, "2026-01-01T00:00:01Z", {"helper.py": "def helper():\n    return 2\n"}, monkeypatch)
+    b = _fix(repo, commit)
+    store, _ = verify_sessions(tmp_path, b)
+    assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated", verdicts(store, b)
+    reason = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 0")[0]["reason"]
+    assert reason.startswith(f"started from later commit {during[:12]}") and "helper.py" in reason, reason
