@@ -1,7 +1,7 @@
 """End to end: shapes of real sessions, made by the real Codex CLI, verified as real sessions need.
 
-Five scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
-``scenarios/dirty_start_diff``, ``scenarios/shell_edit_between_patches``), each run with every CLI
+Six scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
+``scenarios/dirty_start_diff``, ``scenarios/dirty_start_status``, ``scenarios/shell_edit_between_patches``), each run with every CLI
 generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.0: ``shell``, and
 ``apply_patch`` through it), then ingested, segmented and verified with bwrap:
 
@@ -18,6 +18,9 @@ generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.
   first patch: the rebuild writes it as the CLI's output showed it, and both tasks validate;
 * ``dirty_start_diff``: the same, but the agent looked at the change with ``git diff -- calc.py``: its
   hunks on the committed blob, checked against the work tree's blob id the diff printed, are the start;
+* ``dirty_start_status``: ``units.py`` modified but not committed, the agent's first command ``git
+  status --short`` lists it, and its patch of ``calc.py`` applies to the commit: every candidate
+  ``not_rebuilt``, the start the session's own ``git status`` showed differed;
 * ``shell_edit_between_patches``: one task changes ``units.py`` with a ``python3`` heredoc, then
   patches it where the heredoc did not: ``validated``, and its TMax bundle reproduces 0 -> 1 (its
   solution's write of the patched file keeps the heredoc's edit).
@@ -44,7 +47,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None,
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("0.171.0", "0.45.0")
-SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read", "dirty_start_diff", "shell_edit_between_patches")
+SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read", "dirty_start_diff", "dirty_start_status",
+             "shell_edit_between_patches")
 PKG_TEST = "cd pkg && python3 -m unittest -q"
 LIB_TEST = "cd lib && PYTHONPATH=src python3 -m unittest discover -s tests -q"
 SHELL_EDITED = "lib/src/units.py"
@@ -153,6 +157,11 @@ def dirty_read(version, tmp_path_factory) -> Verified:
 @pytest.fixture(scope="module")
 def dirty_diff(version, tmp_path_factory) -> Verified:
     return generated("dirty_start_diff", version, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def dirty_status(version, tmp_path_factory) -> Verified:
+    return generated("dirty_start_status", version, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -272,6 +281,18 @@ def test_a_dirty_start_a_git_diff_showed_is_its_hunks_on_the_committed_blob_and_
     calls = query(dirty_diff.store, "SELECT output FROM tool_calls WHERE command LIKE 'git diff%'")
     assert calls and "index " in (calls[0]["output"] or ""), (calls, dirty_diff.context())
     _both_validated_from_what_the_session_showed(dirty_diff)
+
+
+def test_a_start_the_sessions_git_status_shows_dirty_is_never_validated(dirty_status):
+    """Every patch applies to the commit; the session's own ``git status`` listed units.py."""
+    calls = query(dirty_status.store, "SELECT seq, output FROM tool_calls WHERE command = 'git status --short'")
+    assert calls and " M units.py" in (calls[0]["output"] or ""), (calls, dirty_status.context())
+    rows = _candidates(dirty_status.store)
+    assert {r["kind"] for r in rows} >= {"test_command", "file_diff"}, rows
+    expected = (f"start tree differed from commit (first mismatch: units.py, which the session's `git status` at seq "
+                f"{calls[0]['seq']} showed changed as it began)")
+    for row in rows:
+        assert (row["status"], row["status_reason"]) == ("not_rebuilt", expected), (row, dirty_status.context())
 
 
 # --------------------------------------------------------------------------------------------------
