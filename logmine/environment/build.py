@@ -78,8 +78,11 @@ def cache_root() -> Path:
     return (cache_dir() or default_cache_dir()) / "envs"
 
 
-def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S) -> Built:
-    """The prefix for ``recipe`` (built now from ``tree``'s manifests unless cached)."""
+def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeout_s: float = BUILD_TIMEOUT_S,
+                 python_bin: str | None = None) -> Built:
+    """The prefix for ``recipe`` (built now from ``tree``'s manifests unless cached). ``python_bin``: a
+    directory put first on the build's ``PATH``, whose ``python3`` makes the venvs (the session's own
+    version, :func:`logmine.environment.pythons.python_bin`; the recipe's key must say which)."""
     root = (cache or cache_root()) / recipe.key
     done = root / ".complete"
     started = time.monotonic()
@@ -106,7 +109,8 @@ def build_prefix(recipe: Recipe, tree: Path, *, cache: Path | None = None, timeo
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(tree / rel, work / rel)
         env = {**os.environ, "PIP_NO_INPUT": "1", "npm_config_update_notifier": "false",
-               "LOGMINE_TOOLS": str(tools), "PATH": f"{tools}/bin:" + os.environ.get("PATH", DEFAULT_PATH)}
+               "LOGMINE_TOOLS": str(tools),
+               "PATH": f"{tools}/bin:" + (f"{python_bin}:" if python_bin else "") + os.environ.get("PATH", DEFAULT_PATH)}
         env.pop("VIRTUAL_ENV", None)
         try:
             run_step(["sh", "-c", recipe.script()], work, env, timeout_s, "prefix build")

@@ -13,7 +13,7 @@ import os
 import re
 import tomllib
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path, PurePosixPath
 
 from logmine.commandline import run_target, simple_commands
@@ -77,6 +77,15 @@ class Environment:
 
     def version(self, tool: str) -> str | None:
         return dict(self.versions).get(tool)
+
+
+def with_session_python(env: Environment, version: str | None) -> Environment:
+    """``env`` pinned to the Python the session ran (``3.10``, as its outputs name it): the author's
+    tests passed under that one, whatever the manifests admit. Unchanged without a version, or for a
+    project with no Python."""
+    if not version or "python" not in env.languages:
+        return env
+    return replace(env, versions=tuple(sorted({**dict(env.versions), "python": version}.items())))
 
 
 def detect(tree: Path | None, commands: Iterable[str | Ran], root: str | None = None) -> Environment:

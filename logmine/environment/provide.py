@@ -17,6 +17,7 @@ repository. A way that cannot be provided (offline build, no engine) raises
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,16 @@ from logmine.environment.build import (
 )
 from logmine.environment.detect import Environment
 from logmine.environment.host import DEFAULT_PATH, dependency_dirs, host_environment
-from logmine.environment.recipe import IMAGE_TOOLS, NODE_IMAGE, PYTHON_IMAGE, NoRecipe, Recipe, recipe_for
+from logmine.environment.pythons import python_bin
+from logmine.environment.recipe import (
+    IMAGE_TOOLS,
+    NODE_IMAGE,
+    PYTHON_IMAGE,
+    NoRecipe,
+    Recipe,
+    python_version,
+    recipe_for,
+)
 
 IMAGE_PREFIX = "/opt/logmine-env"  # where a verify image holds the dependency directories
 
@@ -62,6 +72,8 @@ def provide(mode: str, env: Environment, tree: Path, root: str, live: Path | Non
 
     ``tree``: the rebuilt start tree (its manifests); ``root``: where the sandbox mounts it;
     ``live``: the live repository on this host (host mode binds its ignored dependency directories).
+    A built prefix makes its venvs with the Python its image would have (the session's own, or the
+    one the tree pins) where this host has it (:mod:`logmine.environment.pythons`).
     """
     if mode == "none":
         return Provided("none", "asked for: the sandbox's own toolchain")
@@ -111,9 +123,15 @@ def _built(env: Environment, tree: Path, root: str, backend: str) -> Provided:
         return Provided("built", f"base image {image} (nothing to install: {exc})", image=image)
     started = time.monotonic()
     if backend == "bwrap":
-        built: Built = build_prefix(recipe, tree)
+        makes_venv = any("-m venv" in step or "uv sync" in step for step in (*recipe.tools, *recipe.steps))
+        python = python_version(env)
+        pythons = python_bin(python) if makes_venv else None
+        if pythons:  # the image's Python (the session's, or the tree's pin) makes the venvs: its own prefix
+            recipe = dataclasses.replace(recipe, key=f"{recipe.key}-py{python}")
+        built: Built = build_prefix(recipe, tree, python_bin=pythons)
         host = prefix_environment(recipe, Path(built.where), root)
-        return Provided("built", _built_reason(recipe, built), host.binds, host.env, recipe=recipe,
+        reason = _built_reason(recipe, built) + (f"; venvs made with Python {python} ({pythons})" if pythons else "")
+        return Provided("built", reason, host.binds, host.env, recipe=recipe,
                         notes=host.notes, seconds=time.monotonic() - started, cached=built.cached)
     # the image keeps the dependencies outside the workspace mount; links in the tree point there
     built = build_image(recipe, tree, backend, workdir=IMAGE_PREFIX)

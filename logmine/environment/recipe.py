@@ -205,6 +205,12 @@ def base_image(language: str, env: Environment) -> str:
     return "golang:" + ".".join((env.version("go") or "1").split(".")[:2])
 
 
+def python_version(env: Environment) -> str:
+    """The Python (``3.11``) ``env``'s image has: the version it pins, else the first of the maintained
+    ones its constraint admits, else the default image's."""
+    return _python_version(env.version("python"))
+
+
 def _python_version(pin: str | None) -> str:
     if not pin:
         return PYTHON_IMAGE.split(":")[1].removesuffix("-slim")

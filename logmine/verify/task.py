@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
-from logmine.environment.detect import detect
+from logmine.environment.detect import detect, with_session_python
 from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
@@ -116,7 +116,7 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
                         rebuilt=False)
         commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
             [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
-        record = EnvironmentRecord(detect(state.path, commands, state.root))
+        record = EnvironmentRecord(with_session_python(detect(state.path, commands, state.root), item.python))
         changed = changed_manifests(item.actions, state.root, state.cwd)  # installed from the task's end manifests
         deps = end_manifests(item.actions, state.path, state.root, state.cwd, Path(tmp) / "deps") if changed else None
         outcome, lacked = None, None
