@@ -209,9 +209,9 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     top = git(local, "rev-parse", "--show-toplevel")
     notes = [] if found == map_path(cwd, repo_map) else [f"repository found at {found}"]
     method = "working tree"
-    tooling = tooling_used((*prior, *own))
     failed: list[FailedEdit] = []
     made: tuple[str, ...] = ()
+    tooling: tuple[str, ...] = ()  # the files of an agent's workflow tooling the commands name
     if top is None:
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
@@ -222,6 +222,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         live = Path(top)
         rel = os.path.relpath(local.resolve(), live.resolve())
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
+        tooling = tooling_used((*prior, *own), root)
         commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried)
         notes += exported
         if method != "ghost_snapshot":

@@ -57,8 +57,24 @@ def test_untracked_spec_kit_comes_from_the_commit_that_later_held_it(tmp_path):
     assert rows[(1, "test_command", None)]["status"] == "validated", rows
     assert rows[(0, "file_diff", "exact")]["status"] == "validated", rows  # the plan, made by the script at replay
     reason = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
-    assert (f".specify/ (an agent's workflow tooling the session used, which {commit[:12]} lacks) taken from commit "
-            f"{later[:12]} (2026-01-02)") in reason, reason
+    assert (f"2 file(s) of .specify/ (an agent's workflow tooling the session used, which {commit[:12]} lacks) taken "
+            f"from commit {later[:12]} (2026-01-02)") in reason, reason
+
+
+def test_tooling_the_commit_holds_in_part_gets_only_the_files_it_lacks(tmp_path):
+    """The author committed spec-kit's templates but not its scripts (ship's `ship/.specify/`): the
+    script comes from the later commit, the committed template stays as the session's commit has it."""
+    repo = tmp_path / "work" / "part"
+    own = "# Implementation plan\n\n## Summary\n\n[FEATURE SUMMARY]\n"
+    commit = calc_repo(repo, {".specify/templates/plan-template.md": own})
+    later = _commit_tooling(repo, "2026-01-02T09:00:00Z")
+    b = _session(repo, commit)
+    store, _ = verify_sessions(tmp_path, b)
+    rows = verdicts(store, b)
+    assert rows[(1, "test_command", None)]["status"] == "validated", rows
+    reason = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 1")[0]["reason"]
+    assert f"1 file(s) of .specify/ (an agent's workflow tooling the session used, which {commit[:12]} lacks) taken " \
+           f"from commit {later[:12]}" in reason, reason
 
 
 def test_without_a_commit_that_holds_it_the_start_is_known_to_differ(tmp_path):
