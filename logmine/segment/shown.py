@@ -370,10 +370,9 @@ class SessionReads:
         have changed them (:mod:`logmine.segment.status`): calls before the first command that does
         more than read (a test run may write a tracked SQLite file or a snapshot), and never a file that
         a patch or an edit before the call may have changed."""
-        any_file = self.first_run
         found: dict[tuple[str, bool], Listed] = {}
         for seq, listed in self.statuses:
-            if seq > any_file:
+            if seq > self.first_run:
                 break
             for item in listed:
                 if not any(s.seq < seq and s.may_change(item.path) for s in self.changers):

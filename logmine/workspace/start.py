@@ -189,8 +189,9 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     differ (:func:`logmine.workspace.listed.check_listed`).
 
     When the earlier work does not replay on the header commit (an earlier patch fails: the author's
-    tree differed, or a shell edit failed here), the start is known to differ (``listed``), or one of the task's ``own`` patches fails on a file
-    nothing replayed changed, the author may have committed their work during the session: the newest
+    tree differed, or a shell edit failed here), the start is known to differ (``listed``), or one of
+    the task's ``own`` patches fails on a file nothing replayed changed, the author may have committed
+    their work during the session: the newest
     commit of the clone made after the header commit and before the task ``started`` on which every one
     of the task's own patches applies is the start state instead (``later_commit``, :func:`logmine.workspace.later.later_commit`).
 
