@@ -31,7 +31,7 @@ from logmine.environment.build import (
 )
 from logmine.environment.detect import Environment
 from logmine.environment.host import DEFAULT_PATH, dependency_dirs, host_environment
-from logmine.environment.pythons import python_bin
+from logmine.environment.pythons import python_bin, venv_python
 from logmine.environment.recipe import (
     IMAGE_TOOLS,
     NODE_IMAGE,
@@ -72,8 +72,9 @@ def provide(mode: str, env: Environment, tree: Path, root: str, live: Path | Non
 
     ``tree``: the rebuilt start tree (its manifests); ``root``: where the sandbox mounts it;
     ``live``: the live repository on this host (host mode binds its ignored dependency directories).
-    A built prefix makes its venvs with the Python its image would have (the session's own, or the
-    one the tree pins) where this host has it (:mod:`logmine.environment.pythons`).
+    A built prefix makes its venvs with the Python its image would have where ``env`` pins it (the
+    session's own, ``.python-version``, or a constraint the host's ``python3`` is outside of) and this
+    host has it (:mod:`logmine.environment.pythons`).
     """
     if mode == "none":
         return Provided("none", "asked for: the sandbox's own toolchain")
@@ -124,8 +125,8 @@ def _built(env: Environment, tree: Path, root: str, backend: str) -> Provided:
     started = time.monotonic()
     if backend == "bwrap":
         makes_venv = any("-m venv" in step or "uv sync" in step for step in (*recipe.tools, *recipe.steps))
-        python = python_version(env)
-        pythons = python_bin(python) if makes_venv else None
+        python = venv_python(env.version("python"), python_version(env)) if makes_venv else None
+        pythons = python_bin(python) if python else None
         if pythons:  # the image's Python (the session's, or the tree's pin) makes the venvs: its own prefix
             recipe = dataclasses.replace(recipe, key=f"{recipe.key}-py{python}")
         built: Built = build_prefix(recipe, tree, python_bin=pythons)

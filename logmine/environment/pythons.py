@@ -18,7 +18,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-__all__ = ["python3_version", "python_bin"]
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+__all__ = ["python3_version", "python_bin", "venv_python"]
 
 _VERSION = 'import sys; print("%d.%d" % sys.version_info[:2])'
 
@@ -67,3 +69,18 @@ def python_bin(version: str) -> str | None:
         if program.exists() and _version_of(str(program)) == version:
             return directory
     return None
+
+
+def venv_python(pin: str | None, version: str) -> str | None:
+    """The Python a prefix's venvs need rather than the host's ``python3``: ``version`` (the one the
+    image would have) when ``pin`` names it exactly (``3.10``, the session's own or
+    ``.python-version``'s), or is a constraint the host's ``python3`` is outside of; else None."""
+    host = python3_version()
+    if not pin or host is None or host == version:
+        return None
+    if re.fullmatch(r"(?:python|cpython-?)?3\.\d+(?:\.\d+)?", pin.strip()):
+        return version
+    try:
+        return None if SpecifierSet(pin).contains(f"{host}.50", prereleases=True) else version
+    except InvalidSpecifier:
+        return None
