@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from logmine.environment.build import EnvironmentUnavailable
-from logmine.environment.detect import detect, with_session_python
+from logmine.environment.detect import Environment, detect, with_session_python
 from logmine.environment.provide import Provided, provide, sandbox_options
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
@@ -116,14 +116,14 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
                         rebuilt=False)
         commands = [(a.command, a.workdir or state.cwd) for a in item.actions if a.command] + \
             [(c.command, c.workdir or state.cwd) for c in item.candidates if c.command]
-        record = EnvironmentRecord(with_session_python(detect(state.path, commands, state.root), item.python))
+        detected = detect(state.path, commands, state.root)
+        record = EnvironmentRecord(with_session_python(detected, item.python))
         changed = changed_manifests(item.actions, state.root, state.cwd)  # installed from the task's end manifests
         deps = end_manifests(item.actions, state.path, state.root, state.cwd, Path(tmp) / "deps") if changed else None
         outcome, lacked = None, None
         for mode in (modes := modes_to_try(options.env_mode, options.backend)):
             try:
-                provided = provide(mode, record.environment, deps or state.path, state.root, state.live,
-                                   options.backend)
+                provided = _provide(mode, record, detected, deps or state.path, state, options.backend)
             except EnvironmentUnavailable as exc:
                 record.tried.append(f"{mode}: {exc}")
                 continue
@@ -144,6 +144,21 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
             outcome = _all(item, "unscored", "environment not provided: " + "; ".join(record.tried), rebuilt=True)
     outcome.environment = record.row(task.task_id, task.seg_gen)
     return outcome
+
+
+def _provide(mode: str, record: EnvironmentRecord, detected: Environment, tree: Path, state: RebuiltTree,
+             backend: str) -> Provided:
+    """Provide ``record``'s environment one way; when it is pinned to the session's Python and cannot be
+    built with it (a dependency pinned since needs a newer one), the environment as ``detected``,
+    the attempt kept in ``record.tried`` — so that a bundle's image is the one that installed."""
+    try:
+        return provide(mode, record.environment, tree, state.root, state.live, backend)
+    except EnvironmentUnavailable as exc:
+        if mode != "built" or record.environment == detected:
+            raise
+        record.tried.append(f"{mode} with the session's Python {record.environment.version('python')}: {exc}")
+        record.environment = detected
+        return provide(mode, detected, tree, state.root, state.live, backend)
 
 
 def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided,

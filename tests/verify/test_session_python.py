@@ -47,3 +47,26 @@ def test_the_session_python_makes_the_venv_and_the_test_passes_under_it(tmp_path
     (env,) = query(store, "SELECT mode_reason, versions FROM environments")
     assert f"venvs made with Python {version} ({python_bin(version)})" in env["mode_reason"], env
     assert f'"python": "{version}"' in env["versions"], env
+
+
+def test_a_session_python_that_cannot_install_the_dependencies_gives_way_to_the_hosts(tmp_path, monkeypatch):
+    """The session ran 3.10, but the requirements now pin a release that needs 3.11 (networkx 3.5):
+    the venv the session's Python cannot make is made with the host's, the attempt is kept, and the
+    environment recorded (a bundle's image) is the one that installed."""
+    if python3_version() == "3.10" or python_bin("3.10") is None:
+        pytest.skip("no Python 3.10 beside this host's python3")
+    from logmine.verify import VerifyConfig, verify
+
+    monkeypatch.setenv("LOGMINE_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "work" / "newer"
+    commit = calc_repo(repo, {"requirements.txt": "networkx>=3.5\n"})
+    run = ".venv/bin/python -B -m unittest -q"
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("add is wrong")
+         .run(".venv/bin/python --version", 0, "Python 3.10.4\n")
+         .run(run, 1).patch(FIX).run(run, 0).agent("Fixed."))
+    store, _ = segmented(tmp_path, b)
+    verify(VerifyConfig(store=store, jobs=1, env_mode="built"))
+    assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated", verdicts(store, b)
+    (env,) = query(store, "SELECT mode_reason, versions, notes FROM environments")
+    assert "venvs made with" not in env["mode_reason"] and '"3.10"' not in (env["versions"] or ""), env
+    assert any(n.startswith("built with the session's Python 3.10: ") for n in env["notes"]), env
