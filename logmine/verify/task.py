@@ -18,6 +18,7 @@ from pathlib import Path
 from logmine.environment.build import EnvironmentUnavailable
 from logmine.environment.detect import Environment, detect, with_session_python
 from logmine.environment.provide import Provided, provide, sandbox_options
+from logmine.environment.recipe import python_version
 from logmine.patch import PatchError
 from logmine.redact import PLACEHOLDERS, Mask
 from logmine.sandbox import Limits, SandboxError, open_sandbox
@@ -154,11 +155,12 @@ def _provide(mode: str, record: EnvironmentRecord, detected: Environment, tree: 
     try:
         return provide(mode, record.environment, tree, state.root, state.live, backend)
     except EnvironmentUnavailable as exc:
-        if mode != "built" or record.environment == detected:
+        if mode != "built" or python_version(record.environment) == python_version(detected):
             raise
+        provided = provide(mode, detected, tree, state.root, state.live, backend)  # its failure is the reason
         record.tried.append(f"{mode} with the session's Python {record.environment.version('python')}: {exc}")
         record.environment = detected
-        return provide(mode, detected, tree, state.root, state.live, backend)
+        return provided
 
 
 def _verify_in(item: TaskInput, state: RebuiltTree, options: VerifyOptions, provided: Provided,

@@ -179,30 +179,22 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     stay on the machine that made them), the session header's commit plus the earlier tasks' work
     (``prior``: patches, and shell commands that edited files, redone in a ``backend`` sandbox:
     :mod:`logmine.workspace.edits`).
-    A working directory that is not a git repository (a home directory, a scratch folder) is not
-    rebuilt unless ``plain_dirs``; then it is copied without credential files
-    (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
+    A working directory that is not a git repository is copied only with ``plain_dirs``, without
+    credential files (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
 
-    ``listed``: the tracked files the session's ``git status`` showed changed as it began; a start from
-    the session's commit must hold each code file as the author had it — written as the session showed
-    it, or made by ``chained`` (the chain's edits, when ``prior`` begins with them) —, else it is known to
-    differ (:func:`logmine.workspace.listed.check_listed`).
+    ``listed``: what the session's ``git status`` showed changed as it began, which the start must hold
+    as the author had it, made by ``chained`` (the chain's edits) or shown (:mod:`.listed`); tooling
+    the commands use and the commit lacks comes from the nearest commit holding it (:mod:`.tooling`).
 
     When the earlier work does not replay on the header commit (an earlier patch fails: the author's
-    tree differed, or a shell edit failed here), the start is known to differ (``listed``), or one of
-    the task's ``own`` patches fails on a file nothing replayed changed, the author may have committed
-    their work during the session: the newest
-    commit of the clone made after the header commit and before the task ``started`` on which every one
-    of the task's own patches applies is the start state instead (``later_commit``, :func:`logmine.workspace.later.later_commit`).
+    tree differed, or a shell edit failed here), ``listed`` shows the start differed, or one of the
+    task's ``own`` patches fails on a file nothing replayed changed, the author may have committed their
+    work during the session: the newest commit of the clone made after the header commit and before the
+    task ``started`` on which every one of the task's own patches applies is the start state instead
+    (``later_commit``, :func:`logmine.workspace.later.later_commit`).
 
-    An agent's workflow tooling that the session's commands use and the start commit lacks
-    (spec-kit's ``.specify/``, often untracked) comes from the nearest commit that holds it
-    (:mod:`logmine.workspace.tooling`).
-
-    ``mask``: the store's; with a key, the tree's text files are redacted with it as soon as they are
-    extracted, so that a secret in the code and the log's patches hold the same pseudonym (a patch
-    whose context holds one applies, and a test sees the value the code sees). What is exported as
-    the task's seeds is redacted the same way.
+    ``mask``: the store's; with a key, text files are redacted with it as they are extracted, so that a
+    secret in the code and in the log's patches is the same pseudonym (the seeds are redacted alike).
     """
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
@@ -212,7 +204,6 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     method = "working tree"
     failed: list[FailedEdit] = []
     made: tuple[str, ...] = ()
-    tooling: tuple[str, ...] = ()  # the files of an agent's workflow tooling the commands name
     if top is None:
         if not plain_dirs:
             raise NotRebuilt(f"{local} is not a git repository (a home or scratch directory is copied only "
@@ -223,11 +214,9 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         live = Path(top)
         rel = os.path.relpath(local.resolve(), live.resolve())
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
-        tooling = tooling_used((*prior, *own), root)
-        commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried)
+        commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried,
+                                                      tooling_used((*prior, *own), root), started)
         notes += exported
-        if method != "ghost_snapshot":
-            notes += restore_tooling(live, commit, dest, tooling, started, mask)
     showing = ShownFiles(shown if method != "ghost_snapshot" else (), root, mask, live)
     showing.write(-1, dest)
     unreplayed: NotRebuilt | None = None  # why the earlier work did not replay (a dirty start, or a gap)
@@ -240,20 +229,11 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
             unreplayed = exc
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
-    if method in ("git_commit+patches", "dated_commit") and unreplayed is None:
-        try:  # the files the session's git status showed changed as it began must be the author's
-            notes += check_listed(listed, root, {*showing.paths, *made, *touched_by(chained, root)})
-        except StartDiffered as exc:
-            unreplayed = exc
     if method in ("git_commit+patches", "dated_commit"):
-        # an earlier install that could not reach its registry: the author's manifests held what it added
-        installs = [f for f in failed if _INSTALLS.search(f.command)] if unreplayed is None else []
-        evidence = unreplayed or (NotRebuilt(f"an earlier install did not run offline: {installs[0]}") if installs else None)
-        later = start_later(live, commit, started, own_ops(own, cwd, root), dest, evidence, failed, mask,
-                            showing.paths)
+        unreplayed = unreplayed or _as_listed(listed, root, {*showing.paths, *made, *touched_by(chained, root)}, notes)
+        later = _later(live, commit, started, prior, own, cwd, root, dest, unreplayed, failed, mask, showing)
         if later is not None:
             method, made = "later_commit", ()
-            later[1].extend(restore_tooling(live, later[0].sha, dest, tooling, started, mask))
             showing.forget()
             notes, failed, unreplayed = _redo_since(later, prior, dest, recipe, root, cwd, live, backend=backend,
                                                     limits=limits, branch=branch, showing=showing)
@@ -264,6 +244,31 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     notes += _missing_untracked(recipe, dest)
     _snapshot(dest, recipe.repo.git_branch)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made, showing.paths)
+
+
+def _as_listed(listed: tuple[Listed, ...], root: str, explained: set[str], notes: list[str]) -> StartDiffered | None:
+    """Why the start is not the author's by what the session's ``git status`` showed changed as it
+    began (:func:`logmine.workspace.listed.check_listed`), else None, its notes added to ``notes``."""
+    try:
+        notes += check_listed(listed, root, explained)
+    except StartDiffered as exc:
+        return exc
+    return None
+
+
+def _later(live: Path, commit: str, started: datetime | None, prior: tuple[Action, ...], own: tuple[Action, ...],
+           cwd: str, root: str, dest: Path, unreplayed: NotRebuilt | None, failed: list[FailedEdit], mask: Mask,
+           showing: ShownFiles) -> tuple[LaterCommit, list[str]] | None:
+    """:func:`logmine.workspace.later.start_later` on the evidence that the start from ``commit`` is not
+    the author's (``unreplayed``, or an earlier install that could not reach its registry: the author's
+    manifests held what it added); the later commit exported into ``dest`` with the tooling the
+    commands of the earlier work (``prior``) and of the task (``own``) use."""
+    installs = [f for f in failed if _INSTALLS.search(f.command)] if unreplayed is None else []
+    evidence = unreplayed or (NotRebuilt(f"an earlier install did not run offline: {installs[0]}") if installs else None)
+    later = start_later(live, commit, started, own_ops(own, cwd, root), dest, evidence, failed, mask, showing.paths)
+    if later is not None:
+        later[1].extend(restore_tooling(live, later[0].sha, dest, tooling_used((*prior, *own), root), started, mask))
+    return later
 
 
 def _redo(actions: tuple[Action, ...], dest: Path, recipe: StartState, root: str, cwd: str, live: Path, *,
@@ -297,9 +302,11 @@ def _redo_since(found: tuple[LaterCommit, list[str]], prior: tuple[Action, ...],
 
 
 def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str, n_prior: int, mask: Mask,
-                 carried: tuple[Action, ...]) -> tuple[str, str, tuple[str, ...], list[str]]:
+                 carried: tuple[Action, ...], tooling: tuple[str, ...] = (),
+                 started: datetime | None = None) -> tuple[str, str, tuple[str, ...], list[str]]:
     """Export the start commit (:func:`_start_commit`) into ``dest`` with the untracked files
-    ``carried`` makes; returns (commit, method, files carried, notes)."""
+    ``carried`` makes and the agent's ``tooling`` the commit lacks (:mod:`.tooling`); returns (commit,
+    method, files carried, notes)."""
     notes = []
     commit, method = _start_commit(recipe, live)
     if method == "dated_commit":
@@ -313,6 +320,8 @@ def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str
     if method != "ghost_snapshot" and carried:  # a snapshot holds the untracked files already
         made = _carry(recipe, carried, dest, root, cwd)
         notes += [carried_note(made)] if made else []
+    if method != "ghost_snapshot":
+        notes += restore_tooling(live, commit, dest, tooling, started, mask)
     return commit, method, made, notes
 
 
