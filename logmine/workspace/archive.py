@@ -8,17 +8,23 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_bytes, redact_tree
 from logmine.workspace.edits import NotRebuilt, agent_home
 
-__all__ = ["blob", "export_commit", "extract_paths", "git", "media"]
+__all__ = ["blob", "epoch", "export_commit", "extract_paths", "git", "media"]
 
 
 def git(repo: Path, *args: str) -> str | None:
     done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else None
+
+
+def epoch(when: datetime) -> int:
+    """``when`` in seconds since the epoch, as git dates commits (a naive time is UTC, as logs record it)."""
+    return int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
 
 
 def export_commit(repo: Path, commit: str, dest: Path, mask: Mask = PLACEHOLDERS) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from logmine.patch import FileOp
 from logmine.redact import PLACEHOLDERS, Mask
-from logmine.workspace.archive import blob, export_commit, git
+from logmine.workspace.archive import blob, epoch, export_commit, git
 from logmine.workspace.edits import FailedEdit, NotRebuilt, StartDiffered, failing_path
 
 __all__ = ["LATER_COMMITS_TRIED", "LaterCommit", "later_commit", "start_later"]
@@ -43,7 +43,7 @@ def later_commit(live: Path, commit: str, started: datetime | None, ops: tuple[F
     if started is None or not any(op.op != "add" for op in ops):
         return None
     since = git(live, "show", "-s", "--format=%ct", commit)
-    until = int((started if started.tzinfo else started.replace(tzinfo=UTC)).timestamp())
+    until = epoch(started)
     listing = git(live, "log", "--all", "--format=%H %ct", f"--since={int(since or 0) + 1}", f"--until={until}")
     found = sorted(((int(t), sha) for sha, t in (line.split() for line in (listing or "").splitlines())),
                    reverse=True)[:LATER_COMMITS_TRIED]

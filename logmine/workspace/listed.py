@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 
-from logmine.patch import within
+from logmine.patch import PatchError, rooted, within
 from logmine.redact.paths import credential_path
 from logmine.segment.records import Action, Listed
 from logmine.workspace.edits import StartDiffered, agent_home
@@ -33,12 +33,11 @@ def touched_by(actions: Iterable[Action], root: str) -> set[str]:
     paths: set[str] = set()
     for action in actions:
         if action.kind == "patch":
-            where = action.workdir or root
-            for op in action.ops:
-                for path in (op.path, op.move_to):
-                    if path:
-                        full = os.path.normpath(os.path.join(where, path))
-                        paths.add(os.path.relpath(full, root) if within(full, root) else path)
+            try:
+                ops = rooted(action.ops, action.workdir or root, root)
+            except PatchError:  # a path outside the repository: no file of the start
+                continue
+            paths.update(path for op in ops for path in (op.path, op.move_to) if path)
         elif action.command:
             paths.update(word.rsplit("/", 1)[-1] for word in action.command.split() if "." in word)
     return paths

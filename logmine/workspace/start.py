@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from logmine.redact import PLACEHOLDERS, Mask, Redactor
@@ -26,7 +26,7 @@ from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.powershell import is_windows, posix_path
 from logmine.segment.records import Action, Chain, Listed, Repo, Shown, StartState, TaskInput
-from logmine.workspace.archive import export_commit, git
+from logmine.workspace.archive import epoch, export_commit, git
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
     FailedEdit,
@@ -389,8 +389,7 @@ def _dated_commit(live: Path, started: str | None, branch: str | None) -> str | 
     replayed changed makes the task a dirty start (or finds a later commit), never validated."""
     if not started:
         return None
-    when = datetime.fromisoformat(started)
-    until = int((when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp())
+    until = epoch(datetime.fromisoformat(started))
     refs = next(([ref] for ref in (branch, f"origin/{branch}") if ref and git(live, "rev-parse", "--verify", "-q",
                                                                                   f"{ref}^{{commit}}")), ["--all"])
     listing = git(live, "log", *refs, "--format=%ct %H", f"--until={until}")

@@ -29,7 +29,7 @@ from pathlib import Path
 from logmine.patch import within
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_tree
 from logmine.segment.records import Action
-from logmine.workspace.archive import extract_paths, git
+from logmine.workspace.archive import epoch, extract_paths, git
 
 __all__ = ["TOOLING", "restore_tooling", "tooling_used"]
 
@@ -91,10 +91,7 @@ def _nearest(live: Path, commit: str, rel: str, started: datetime | None) -> tup
     listing = git(live, "log", "--all", "--format=%H %ct", "--", rel)
     if not listing:
         return None
-    if started is not None:
-        when = int((started if started.tzinfo else started.replace(tzinfo=UTC)).timestamp())
-    else:
-        when = int(git(live, "show", "-s", "--format=%ct", commit) or 0)
+    when = epoch(started) if started is not None else int(git(live, "show", "-s", "--format=%ct", commit) or 0)
     stamped = [(int(t), sha) for sha, t in (line.split() for line in listing.splitlines())]
     for stamp, sha in sorted(stamped, key=lambda st: abs(st[0] - when))[:COMMITS_TRIED]:
         if git(live, "cat-file", "-e", f"{sha}:{rel}") is not None:
