@@ -100,6 +100,27 @@ def simple_commands(line: str, _depth: int = 0) -> list[SimpleCommand]:
     return found
 
 
+_WRITES = frozenset({">", ">>", ">|", "&>", "&>>"})
+
+
+def written_files(line: str) -> list[str]:
+    """The files ``line`` writes by its output redirections (``> F``, ``>> F``, ``&> F``) and ``tee F``,
+    each joined to the ``cd`` before it (relative to the line's cwd unless absolute); ``[]`` when it
+    does not parse."""
+    words = _words(_HEREDOC.sub("\n", line).replace("\\\n", " ").replace("\n", " ; "))
+    found: list[str] = []
+    cd: str | None = None
+    for segment in _segments(words or []):
+        if segment[0] == "cd" and len(segment) > 1 and segment[1] != "-":
+            cd = segment[1] if cd is None or segment[1].startswith(("/", "~")) else f"{cd}/{segment[1]}"
+            continue
+        targets = [segment[i + 1] for i, word in enumerate(segment[:-1]) if word in _WRITES]
+        if segment[0] == "tee":
+            targets += [word for word in segment[1:] if not word.startswith("-") and not _is_operator(word)]
+        found += [t if cd is None or t.startswith("/") else f"{cd}/{t}" for t in targets if not _is_operator(t)]
+    return found
+
+
 def _words(line: str) -> list[str] | None:
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()<>")
     lexer.whitespace_split = True

@@ -75,7 +75,8 @@ REASONS: tuple[ReasonRule, ...] = (
           "a test runner of yours: [segment] extra_test_commands"),
     # rebuilding the start state
     _rule(r"^no (git )?commit recorded for the session", "no commit recorded",
-          "no commit recorded, and none in the clone made before the session began: a clone with its history"),
+          "no commit recorded, and none in the clone made before the session began: a clone with its history "
+          "(a session before the first commit starts from nothing only where its `ls` showed its directory)"),
     _rule(r"^no cwd recorded for the session", "no cwd recorded", "--repo-search DIR (a folder of clones)"),
     _rule(r"^repository not found at (?P<what>.+?) \(", "repository not found", "--repo-map OLD=NEW or --repo-search DIR"),
     _rule(r"^(neither .*|(commit|ghost snapshot) \w+) is (not )?in the repository at (?P<what>.+?)( \(| and)",

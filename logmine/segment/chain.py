@@ -8,8 +8,13 @@ the same cwd — their successful patches and the shell commands that edited fil
 rebuild to try when the commit alone is shown not to be the start (``logmine.workspace.start``); the
 task's own patches then decide.
 
+Sessions that recorded no commit (they ran before the repository's first, or the CLI recorded none)
+chain with the earlier ones in the same cwd that recorded none either: their edits serve only a start
+rebuilt from nothing (``Chain.commitless``).
+
 Sessions that forked another (their history copies the parent's edits) and sub-agent sessions are
-left out, and at most :data:`MAX_SESSIONS` sessions are taken, the latest.
+left out, and at most :data:`MAX_SESSIONS` sessions are taken, the latest (:data:`MAX_COMMITLESS`
+without a commit).
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from logmine.segment.shown import session_reads, shown_for_task
 from logmine.store import Store, fetch_dicts
 
 MAX_SESSIONS = 12
+MAX_COMMITLESS = 40  # a start from nothing needs every earlier session's edits, not the latest few
 _EARLIER_SQL = """
-SELECT p.source_path, p.session_id, p.git_branch FROM sessions p, sessions me
-WHERE me.source_path = ? AND me.git_commit IS NOT NULL AND me.cwd IS NOT NULL
-  AND p.git_commit = me.git_commit AND p.cwd = me.cwd AND p.source_path <> me.source_path
+SELECT p.source_path, p.session_id, p.git_branch, me.git_commit IS NULL AS commitless FROM sessions p, sessions me
+WHERE me.source_path = ? AND me.cwd IS NOT NULL
+  AND p.git_commit IS NOT DISTINCT FROM me.git_commit AND p.cwd = me.cwd AND p.source_path <> me.source_path
   AND p.started_at < me.started_at AND p.forked_from_id IS NULL AND coalesce(p.source, '') NOT LIKE 'subagent%'
 ORDER BY p.started_at
 """
@@ -47,7 +53,8 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
     edits: list[Action] = []
     sessions: list[str] = []
     branches: list[str | None] = []
-    for row in fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))[-MAX_SESSIONS:]:
+    rows = fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))
+    for row in rows[-(MAX_COMMITLESS if rows and rows[0]["commitless"] else MAX_SESSIONS):]:
         item = _last_task(store, row["source_path"], calls_by_file)
         if item is None:
             continue
@@ -56,7 +63,7 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
             edits += [*item.prior, *own]
             sessions.append(row["session_id"] or row["source_path"])
             branches.append(row["git_branch"])
-    cache[task.source_path] = Chain(tuple(edits), tuple(sessions), branches[0]) if edits else None
+    cache[task.source_path] = Chain(tuple(edits), tuple(sessions), branches[0], rows[0]["commitless"]) if edits else None
     return cache[task.source_path]
 
 
@@ -99,8 +106,9 @@ def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict
     """``item`` with what the log shows of its start beyond the commit: the edits of the earlier
     sessions at its commit (:func:`earlier_edits`), the earlier sessions' patches of the files
     untracked at its start (:func:`carried_patches`), the files its session's reads showed
-    (:func:`logmine.segment.shown.shown_for_task`), and the tracked files its session's ``git status``
-    showed changed as it began (:mod:`logmine.segment.status`)."""
+    (:func:`logmine.segment.shown.shown_for_task`), the tracked files its session's ``git status``
+    showed changed as it began (:mod:`logmine.segment.status`), and the directories its ``ls`` showed
+    as it began (:mod:`logmine.segment.listing`)."""
     chain = earlier_edits(store, item.task, cache, calls_by_file)
     carried = carried_patches(store, item.task, cache, calls_by_file)
     key = ("reads", item.task.source_path)
@@ -108,5 +116,6 @@ def with_earlier(store: Store, item: TaskInput, cache: dict, calls_by_file: dict
         cache[key] = session_reads(store, item.task.source_path, item.task.start_state.repo.cwd)
     shown = shown_for_task(cache[key], item.task.first_seq, (a.seq for a in item.prior))
     listed = cache[key].listed_at_start()
-    return replace(item, chain=chain, carried=carried, shown=shown, listed=listed) \
-        if chain or carried or shown or listed else item
+    began = cache[key].began_with()
+    return replace(item, chain=chain, carried=carried, shown=shown, listed=listed, began=began) \
+        if chain or carried or shown or listed or began else item

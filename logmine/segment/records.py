@@ -282,6 +282,7 @@ class Chain:
     edits: tuple[Action, ...]
     sessions: tuple[str, ...]  # their ids, oldest first
     branch: str | None = None  # the branch the oldest of them recorded: where its replay starts
+    commitless: bool = False  # sessions that recorded no commit: their edits make only a start from nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,6 +311,16 @@ class Listed:
 
 
 @dataclass(frozen=True, slots=True)
+class Listing:
+    """A directory as the session's own ``ls`` showed it before the session could have changed
+    anything: the names it held as the session began (:mod:`logmine.segment.listing`)."""
+
+    path: str  # the directory, absolute
+    names: tuple[str, ...]
+    seq: int  # the ``ls`` call
+
+
+@dataclass(frozen=True, slots=True)
 class TaskInput:
     """A task with everything verify and export need to rebuild and replay it."""
 
@@ -323,6 +334,7 @@ class TaskInput:
     shown: tuple[Shown, ...] = ()  # files as the session's reads showed them before its start or earlier work
     python: str | None = None  # the Python (``3.10``) the session's commands ran, as their outputs show it
     listed: tuple[Listed, ...] = ()  # tracked files ``git status`` showed changed as the session began
+    began: tuple[Listing, ...] = ()  # directories as the session's ``ls`` showed them as it began
 
 
 # With a Claude Code branch marker: a branch inside the task's span leaves its abandoned lines' actions out.

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.gitdiff import Diffed, parse_diff
+from logmine.segment.listing import parse_listing
 from logmine.segment.powershell import as_bash, looks_powershell, posix_file
-from logmine.segment.records import Listed, Shown, patch_applied
+from logmine.segment.records import Listed, Listing, Shown, patch_applied
 from logmine.segment.status import parse_status
 from logmine.store import Store, fetch_dicts
 
@@ -260,6 +261,16 @@ class _File:
         return text + "\n" if self.newline_at_end else text
 
 
+def _listing(command: str, output: str, where: str, seq: int) -> Listing | None:
+    """What an ``ls`` showed (:func:`logmine.segment.listing.parse_listing`), the CLI's header, a login
+    shell's noise and its cut marks taken off."""
+    if "ls" not in command:
+        return None
+    unwrapped = unwrap(command)
+    body = _CUT.sub("\n", _PROFILE_NOISE.sub("", _TOTAL.sub("", output, count=1)))
+    return parse_listing(unwrapped.command, body, os.path.join(where, unwrapped.cd or "."), seq)
+
+
 def changes_nothing(command: str) -> bool:
     """Does ``command`` only read or run tests (``sed -n``, ``rg``, ``git status``, ``pnpm test``),
     changing no file of the work tree? Anything not known to (a script, a build, an install) may."""
@@ -302,6 +313,7 @@ class SessionStep:
     every: bool = False  # a command that may have changed any file
     diffs: tuple[Diffed, ...] = ()  # what a ``git diff`` showed (paths relative to the repository's top)
     listed: tuple[Listed, ...] = ()  # the tracked files a ``git status`` showed changed
+    listing: Listing | None = None  # the directory an ``ls`` showed
     only_reads: bool = True  # a command that only reads (a test run or a build may write tracked files)
 
     @classmethod
@@ -310,11 +322,12 @@ class SessionStep:
         reads = tuple(parse_read(command, output or "", where)) if shows else ()
         diffs = tuple(parse_diff(command, output or "")) if shows and not reads else ()
         listed = tuple(parse_status(command, output or "", where, seq)) if shows and not reads else ()
+        listing = _listing(command, output or "", where, seq) if shows and not reads else None
         edits, every = _edits(command)
         bash = as_bash(command)
         only = bash is not None and all(_READ_ONLY.match(part) for part in executed(bash))
         return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs,
-                   listed=listed, only_reads=only)
+                   listed=listed, listing=listing, only_reads=only)
 
     def may_change(self, path: str) -> bool:
         base = os.path.basename(path)
@@ -339,6 +352,7 @@ class SessionReads:
         self.changes = {path: [s.seq for s in changers if s.may_change(path)] for path in {*self.reads, *self.diffs}}
         self.changers = changers
         self.statuses = [(s.seq, s.listed) for s in steps if s.listed]
+        self.listings = [s.listing for s in steps if s.listing is not None]
         self.first_run = min((s.seq for s in steps if s.every or not s.only_reads), default=float("inf"))
         self._texts: dict[tuple[str, float, float], tuple[str | None, int]] = {}  # one text per window, shared
 
@@ -379,6 +393,16 @@ class SessionReads:
                     found.setdefault((item.path, item.from_top), item)
         return tuple(found.values())
 
+    def began_with(self) -> tuple[Listing, ...]:
+        """The directories the session's ``ls`` calls listed before anything could have changed them
+        (before the first edit and the first command that does more than read), the first of each."""
+        first_change = min(self.first_run, min((s.seq for s in self.changers), default=float("inf")))
+        found: dict[str, Listing] = {}
+        for listing in self.listings:
+            if listing.seq < first_change:
+                found.setdefault(listing.path, listing)
+        return tuple(found.values())
+
     def _window(self, path: str, seq: int) -> tuple[float, float]:
         """The steps that may have changed ``path`` last before ``seq`` (-1: none) and first from it on."""
         changes = self.changes[path]
@@ -389,7 +413,7 @@ class SessionReads:
 # Outputs are read only for the commands that may be reads; patches come from their events.
 _COMMANDS_SQL = r"""
 SELECT seq, command, workdir, exit_code,
-       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|\bgit\s.*\b(diff|status)\b|^(Get-Content|gc)\s')
+       CASE WHEN regexp_matches(command, '(^|[\s/])(cat|sed|nl|head|tail)\s|(^|[\s/;&])ls(\s|$)|\bgit\s.*\b(diff|status)\b|^(Get-Content|gc)\s')
             THEN output END
          AS output
 FROM tool_calls WHERE source_path = ? AND command IS NOT NULL ORDER BY seq
@@ -417,7 +441,7 @@ def session_reads(store: Store, source_path: str, cwd: str | None) -> SessionRea
     for row in fetch_dicts(store.con.execute(_COMMANDS_SQL, [source_path])):
         step = SessionStep.command(row["seq"], row["command"], os.path.join(cwd, posix_file(row["workdir"] or ".")),
                                    row["exit_code"], row["output"])
-        if step.reads or step.diffs or step.listed or step.named or step.every or not step.only_reads:
+        if step.reads or step.diffs or step.listed or step.listing or step.named or step.every or not step.only_reads:
             steps.append(step)
     return SessionReads(sorted(steps, key=lambda s: s.seq))
 

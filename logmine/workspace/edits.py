@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from logmine.commandline import written_files
 from logmine.environment.detect import detect
 from logmine.environment.host import host_environment
 from logmine.errors import LogmineError
@@ -80,13 +81,15 @@ class StartDiffered(NotRebuilt):
     """The session's own edits show that its start tree was not the rebuilt one."""
 
     def __init__(self, path: str, against: str = "commit", untracked: bool = False, ran: bool = False,
-                 read_at: int | None = None, found_by: str | None = None, listed_at: int | None = None):
+                 read_at: int | None = None, found_by: str | None = None, listed_at: int | None = None,
+                 listed_in: int | None = None):
         detail = ", untracked at the session's start" if untracked else ""
         detail += ", a script the session ran that the repository does not hold" if ran else ""
         detail += f", which the session read at seq {read_at} and the tree lacks" if read_at is not None else ""
         detail += f", which {found_by} found in the session and not at replay" if found_by else ""
         detail += (f", which the session's `git status` at seq {listed_at} showed changed as it began"
                    if listed_at is not None else "")
+        detail += f", which the session's `ls` at seq {listed_in} showed as it began" if listed_in is not None else ""
         super().__init__(f"start tree differed from {against} (first mismatch: {path}{detail})")
         self.path = path
 
@@ -269,6 +272,8 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
                                      f"(at seq {action.seq}): {(result.error or result.output).strip()[:200]}")
             else:
                 workdir = action.workdir if within(action.workdir, root) else cwd
+                if action.failed is False:
+                    _make_parents(action.command or "", workdir, root, Path(box.workspace))
                 result = box.run(action.command, cwd=workdir)
                 if action.failed_again(result.exit_code, result.error):
                     failed.append(FailedEdit(action.seq, _why(result), action.command or ""))
@@ -277,6 +282,18 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
     notes.append(f"{n} earlier shell edit(s) replayed" + (f"; failed at replay: {', '.join(map(str, failed[:3]))}"
                                                           if failed else ""))
     return notes, failed
+
+
+def _make_parents(command: str, workdir: str, root: str, tree: Path) -> None:
+    """Make the missing directories of the files ``command`` writes by redirection or ``tee``, in ``tree``
+    (the repository ``root``): it succeeded in the session, so they were there — empty, as git keeps no
+    empty directory, and no start rebuilt from a commit has them (BMAD's ``_bmad-output/planning-artifacts/``)."""
+    for target in written_files(command):
+        full = os.path.normpath(os.path.join(workdir, target))
+        if within(full, root) and full != root:
+            parent = (tree / os.path.relpath(full, root)).parent
+            if not parent.exists() and tree in parent.parents:
+                parent.mkdir(parents=True, exist_ok=True)
 
 
 #: What :func:`replay_patches` gives for one patch: the files it changed, root-relative, and each

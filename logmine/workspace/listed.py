@@ -8,8 +8,9 @@ at the same commit (the chain), or earlier sessions' patches of untracked files.
 is a start known to differ, :class:`~logmine.workspace.edits.StartDiffered`, even when no patch of the
 task fails on it: the task must never be validated on it.
 
-Documentation (``.md``, ``.rst``, ``.adoc``), an agent's own files (``.codex/``) and credential files
-(``.env``, which no start ever holds) are no code a test runs: they are noted, not refused.
+Documentation (``.md``, ``.rst``, ``.adoc``; BMAD's planning output ``_bmad-output/``), an agent's
+own files (``.codex/``) and credential files (``.env``, which no start ever holds) are no code a test
+runs: they are noted, not refused.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from logmine.workspace.edits import StartDiffered, agent_home
 __all__ = ["check_listed", "touched_by"]
 
 _DOCS = (".md", ".markdown", ".rst", ".adoc")
+_PLANNING = frozenset({"_bmad-output"})  # folders an agent workflow writes its planning documents to
+
+
+def _document(rel: str) -> bool:
+    """Documentation, or a planning artifact of an agent's workflow (BMAD's ``_bmad-output/``: PRDs,
+    stories, ``sprint-status.yaml``), which no test runs."""
+    return rel.lower().endswith(_DOCS) or any(part in _PLANNING for part in rel.split("/")[:-1])
 
 
 def touched_by(actions: Iterable[Action], root: str) -> set[str]:
@@ -58,7 +66,7 @@ def check_listed(listed: Sequence[Listed], root: str, explained: set[str]) -> li
             continue
         if rel in explained or os.path.basename(rel) in explained:
             continue
-        if rel.lower().endswith(_DOCS) or agent_home(rel) or credential_path(rel):
+        if _document(rel) or agent_home(rel) or credential_path(rel):
             left.append(rel)
             continue
         raise StartDiffered(rel, listed_at=item.seq)

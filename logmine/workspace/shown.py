@@ -27,7 +27,7 @@ from logmine.segment.gitdiff import apply_hunks, blob_id
 from logmine.segment.records import Shown
 from logmine.workspace.edits import agent_home
 
-__all__ = ["ShownFiles", "write_shown"]
+__all__ = ["ShownFiles", "ignored", "write_shown"]
 
 
 def _differs(held: Path, text: str, redactor: Redactor) -> bool:
@@ -43,7 +43,7 @@ def _differs(held: Path, text: str, redactor: Redactor) -> bool:
     return text not in (now, redactor.redact_text(now)) and text.rstrip("\n") != now.rstrip("\n")
 
 
-def _ignored(live: Path | None, paths: list[str]) -> set[str]:
+def ignored(live: Path | None, paths: list[str]) -> set[str]:
     """Those of ``paths`` (relative to the repository's root) that the repository ``live`` ignores."""
     if live is None or not paths:
         return set()
@@ -89,10 +89,10 @@ def write_shown(shown: Iterable[Shown], tree: Path, root: str, *, mask: Mask, li
         text = _diffed(item, live) if item.base else item.text
         if text is not None:
             wanted[rel] = redactor.redact_text(text) if item.base and mask.key else text
-    ignored = _ignored(live, list(wanted))
+    left_out = ignored(live, list(wanted))
     written = []
     for rel, text in wanted.items():
-        if rel not in ignored and _differs(tree / rel, text, redactor):
+        if rel not in left_out and _differs(tree / rel, text, redactor):
             (tree / rel).parent.mkdir(parents=True, exist_ok=True)
             (tree / rel).write_text(text)
             written.append(rel)

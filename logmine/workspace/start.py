@@ -25,7 +25,7 @@ from logmine.redact import PLACEHOLDERS, Mask, Redactor
 from logmine.redact.files import TreeTooLarge, copy_tree
 from logmine.sandbox import Limits
 from logmine.segment.powershell import is_windows, posix_path
-from logmine.segment.records import Action, Chain, Listed, Repo, Shown, StartState, TaskInput
+from logmine.segment.records import Action, Chain, Listed, Listing, Repo, Shown, StartState, TaskInput
 from logmine.workspace.archive import epoch, export_commit, git
 from logmine.workspace.clones import find_clone
 from logmine.workspace.edits import (
@@ -36,6 +36,7 @@ from logmine.workspace.edits import (
     redo_earlier,
     within,
 )
+from logmine.workspace.empty import check_began, first_commit, started_empty
 from logmine.workspace.fit import fit, misfit, own_ops, patch_calls, undecided
 from logmine.workspace.later import LaterCommit, start_later
 from logmine.workspace.listed import check_listed, touched_by
@@ -103,7 +104,8 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
             repo_search: tuple[Path, ...] = (), plain_dirs: bool = False, *, backend: str = "bwrap",
             limits: Limits = Limits(), own: tuple[Action, ...] = (), started: datetime | None = None,
             mask: Mask = PLACEHOLDERS, chain: Chain | None = None, carried: tuple[Action, ...] = (),
-            shown: tuple[Shown, ...] = (), listed: tuple[Listed, ...] = ()) -> RebuiltTree:
+            shown: tuple[Shown, ...] = (), listed: tuple[Listed, ...] = (),
+            began: tuple[Listing, ...] = ()) -> RebuiltTree:
     """Write the task's start state into ``dest`` (created); raises :class:`NotRebuilt`.
 
     ``chain``: the edits of earlier sessions that recorded the same commit in the same cwd
@@ -120,13 +122,16 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
     (:mod:`logmine.workspace.shown`; not with the chain, whose edits came before the session began).
     ``listed``: the tracked files the session's ``git status`` showed changed as it began; a start from
     the session's commit must hold each as the author had it (:mod:`logmine.workspace.listed`).
-    :func:`_rebuild` does the rest.
+    ``began``: the directories the session's ``ls`` showed as it began, the evidence for a start from
+    nothing before the repository's first commit (:mod:`logmine.workspace.empty`); a chain of sessions
+    that recorded no commit serves only such a start. :func:`_rebuild` does the rest.
     """
     def build(actions: tuple[Action, ...], where: Path, branch: str | None, chained: bool = False) -> RebuiltTree:
         return _rebuild(recipe, actions, where, repo_map=repo_map, repo_search=repo_search, plain_dirs=plain_dirs,
                         backend=backend, limits=limits, own=own, started=started, mask=mask, branch=branch,
-                        carried=carried, shown=() if chained else shown, listed=listed,
-                        chained=chain.edits if chain is not None and chained else ())
+                        carried=carried, shown=() if chained else shown, listed=listed, began=began,
+                        chained=chain.edits if chain is not None and chained else (),
+                        empty_only=chain is not None and chained and chain.commitless)
 
     if chain is None:
         return build(prior, dest, recipe.repo.git_branch)
@@ -159,9 +164,11 @@ def rebuild(recipe: StartState, prior: tuple[Action, ...], repo_map: dict[str, s
         return first
     shutil.rmtree(dest, ignore_errors=True)
     alt.rename(dest)
-    note = (f"started from the session's commit plus the edits of {len(chain.sessions)} earlier session(s) in "
-            f"this directory at that commit ({', '.join(s[:8] for s in chain.sessions[-3:])}): without them, "
-            f"{str(evidence)[:160]}")
+    where = "in this directory, which recorded no commit either" if chain.commitless else \
+        "in this directory at that commit"
+    note = (f"started from the session's {'empty directory' if chain.commitless else 'commit'} plus the edits of "
+            f"{len(chain.sessions)} earlier session(s) {where} ({', '.join(s[:8] for s in chain.sessions[-3:])}): "
+            f"without them, {str(evidence)[:160]}")
     return dataclasses.replace(second, path=dest, note="; ".join(n for n in (note, second.note) if n))
 
 
@@ -169,22 +176,21 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
              repo_search: tuple[Path, ...], plain_dirs: bool, backend: str, limits: Limits,
              own: tuple[Action, ...], started: datetime | None, mask: Mask, branch: str | None,
              carried: tuple[Action, ...] = (), shown: tuple[Shown, ...] = (), listed: tuple[Listed, ...] = (),
-             chained: tuple[Action, ...] = ()) -> RebuiltTree:
+             began: tuple[Listing, ...] = (), chained: tuple[Action, ...] = (), empty_only: bool = False
+             ) -> RebuiltTree:
     """The start state from ``prior``, the earlier work redone on the start commit (checked out on
     ``branch`` for that: the branch the author was on where ``prior`` begins).
 
-    The repository is the recorded cwd (through ``repo_map``); when it is not there, or no cwd was
-    recorded, the clone under ``repo_search`` that holds the recorded commit or remote URL. The
-    turn's ghost-snapshot commit is the start state as it is; when the clone lacks it (ghost commits
-    stay on the machine that made them), the session header's commit plus the earlier tasks' work
-    (``prior``: patches, and shell commands that edited files, redone in a ``backend`` sandbox:
-    :mod:`logmine.workspace.edits`).
-    A working directory that is not a git repository is copied only with ``plain_dirs``, without
-    credential files (:func:`logmine.redact.files.copy_tree`), at most :data:`PLAIN_DIR_MAX_BYTES`, text redacted.
+    The repository is the recorded cwd (through ``repo_map``), else the clone under ``repo_search``
+    holding the recorded commit or remote URL. The turn's ghost-snapshot commit is the start state as
+    it is; when the clone lacks it, the session header's commit plus the earlier tasks' work (``prior``:
+    patches, and shell edits redone in a ``backend`` sandbox: :mod:`logmine.workspace.edits`).
+    A directory that is no git repository is copied only with ``plain_dirs`` (:func:`_copy_plain`).
 
     ``listed``: what the session's ``git status`` showed changed as it began, which the start must hold
-    as the author had it, made by ``chained`` (the chain's edits) or shown (:mod:`.listed`); tooling
-    the commands use and the commit lacks comes from the nearest commit holding it (:mod:`.tooling`).
+    as the author had it, made by ``chained`` (the chain's edits) or shown (:mod:`.listed`); ``began``:
+    what its ``ls`` showed, which a start from nothing must hold (:mod:`.empty`); tooling the commands
+    use and the commit lacks comes from the nearest commit holding it (:mod:`.tooling`).
 
     When the earlier work does not replay on the header commit (an earlier patch fails: the author's
     tree differed, or a shell edit failed here), ``listed`` shows the start differed, or one of the
@@ -193,9 +199,8 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
     task ``started`` on which every one of the task's own patches applies is the start state instead
     (``later_commit``, :func:`logmine.workspace.later.later_commit`).
 
-    ``mask``: the store's; with a key, text files are redacted with it as they are extracted, so that a
-    secret in the code and in the log's patches is the same pseudonym (the seeds are redacted alike).
-    """
+    ``mask``: the store's; with a key, text files are redacted with it as they are extracted (one
+    pseudonym per secret in code and log). """
     cwd, found = _locate(recipe.repo, repo_map, repo_search, recipe.ghost_commit)
     local = Path(found)
     dest.mkdir(parents=True, exist_ok=True)
@@ -215,7 +220,8 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
         rel = os.path.relpath(local.resolve(), live.resolve())
         root = cwd if rel == "." else str(PurePosixPath(cwd).parents[len(PurePosixPath(rel).parts) - 1])
         commit, method, made, exported = _from_commit(recipe, live, dest, root, cwd, len(prior), mask, carried,
-                                                      tooling_used((*prior, *own), root), started)
+                                                      tooling_used((*prior, *own), root, began), started, began,
+                                                      empty_only)
         notes += exported
     showing = ShownFiles(shown if method != "ghost_snapshot" else (), root, mask, live)
     showing.write(-1, dest)
@@ -229,6 +235,8 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
             unreplayed = exc
     last = max((a.seq for a in prior), default=-1)
     showing.write_after(last, dest)
+    if method == "empty_start":
+        check_began(began, root, dest, live)
     if method in ("git_commit+patches", "dated_commit"):
         unreplayed = unreplayed or _as_listed(listed, root, {*showing.paths, *made, *touched_by(chained, root)}, notes)
         later = _later(live, commit, started, prior, own, cwd, root, dest, unreplayed, failed, mask, showing)
@@ -240,8 +248,7 @@ def _rebuild(recipe: StartState, prior: tuple[Action, ...], dest: Path, *, repo_
             showing.write_after(last, dest)
     if unreplayed is not None:
         raise unreplayed
-    notes += showing.notes()
-    notes += _missing_untracked(recipe, dest)
+    notes += [*showing.notes(), *_missing_untracked(recipe, dest)]
     _snapshot(dest, recipe.repo.git_branch)
     return RebuiltTree(dest, root, cwd, "; ".join(notes) or None, live, method, tuple(failed), made, showing.paths)
 
@@ -302,13 +309,20 @@ def _redo_since(found: tuple[LaterCommit, list[str]], prior: tuple[Action, ...],
 
 
 def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str, n_prior: int, mask: Mask,
-                 carried: tuple[Action, ...], tooling: tuple[str, ...] = (),
-                 started: datetime | None = None) -> tuple[str, str, tuple[str, ...], list[str]]:
+                 carried: tuple[Action, ...], tooling: tuple[str, ...] = (), started: datetime | None = None,
+                 began: tuple[Listing, ...] = (), empty_only: bool = False) -> tuple[str, str, tuple[str, ...], list[str]]:
     """Export the start commit (:func:`_start_commit`) into ``dest`` with the untracked files
     ``carried`` makes and the agent's ``tooling`` the commit lacks (:mod:`.tooling`); returns (commit,
-    method, files carried, notes)."""
+    method, files carried, notes). Before the repository's first commit, nothing is exported: the
+    session's listing ``began`` must show what its directory held (:mod:`.empty`); ``empty_only``: no
+    other start is wanted (the earlier sessions' edits to redo recorded no commit)."""
     notes = []
     commit, method = _start_commit(recipe, live)
+    if empty_only and method != "empty_start":
+        raise NotRebuilt("the earlier sessions recorded no commit: their edits make only a start from nothing")
+    if method == "empty_start":
+        notes.append(started_empty(began, root, commit, recipe.session_started, live))
+        return commit, method, (), [*notes, *restore_tooling(live, commit, dest, tooling, started, mask)]
     if method == "dated_commit":
         notes.append(f"no commit recorded: started from {commit[:12]}, the newest commit made before the "
                      f"session began ({recipe.session_started})")
@@ -332,7 +346,7 @@ def rebuild_task(item: TaskInput, repo_map: dict[str, str], dest: Path, repo_sea
     the log shows of its start beyond the commit (earlier sessions' edits, files its reads showed)."""
     return rebuild(item.task.start_state, item.prior, repo_map, dest, repo_search, plain_dirs, backend=backend,
                    limits=limits, own=item.actions, started=item.task.started_at, mask=mask, chain=item.chain,
-                   carried=item.carried, shown=item.shown, listed=item.listed)
+                   carried=item.carried, shown=item.shown, listed=item.listed, began=item.began)
 
 
 def _carry(recipe: StartState, carried: tuple[Action, ...], dest: Path, root: str, cwd: str) -> tuple[str, ...]:
@@ -369,6 +383,9 @@ def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
             raise NotRebuilt(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the repository at {live} "
                              "and the session recorded no commit to fall back to")
         dated = _dated_commit(live, recipe.session_started, recipe.repo.git_branch)
+        first = first_commit(live) if dated is None and recipe.session_started else None
+        if first is not None and first[1].timestamp() > epoch(datetime.fromisoformat(recipe.session_started)):
+            return first[0], "empty_start"
         if dated is None:
             raise NotRebuilt("no commit recorded for the session" + (
                 f", and the repository at {live} has none made before it began ({recipe.session_started})"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from logmine.patch import within
 from logmine.redact import PLACEHOLDERS, Mask, Redactor, redact_tree
-from logmine.segment.records import Action
+from logmine.segment.records import Action, Listing
 from logmine.workspace.archive import epoch, extract_paths, git
 
 __all__ = ["TOOLING", "restore_tooling", "tooling_used"]
@@ -42,10 +42,18 @@ _NAMED = re.compile(r"(?:^|(?<=[\s'\"=(]))(?P<path>(?:[\w.-]+/)*(?:" + "|".join(
                     + r")/[\w./-]*)")
 
 
-def tooling_used(actions: Iterable[Action], root: str) -> tuple[str, ...]:
+def tooling_used(actions: Iterable[Action], root: str, began: Iterable[Listing] = ()) -> tuple[str, ...]:
     """The root-relative paths under the tooling folders (:data:`TOOLING`) that the commands of
-    ``actions`` name (``.specify/scripts/bash/setup-plan.sh``), in order."""
+    ``actions`` name (``.specify/scripts/bash/setup-plan.sh``), in order, then those the session's
+    listings as it began (``began``, :mod:`logmine.segment.listing`) show: a tooling folder listed, or
+    a listed directory inside one."""
     found: dict[str, None] = {}
+    for listing in began:
+        if within(listing.path, root):
+            rel = os.path.relpath(listing.path, root)
+            if any(part in TOOLING for part in rel.split("/")):
+                found[rel] = None
+            found.update((os.path.normpath(os.path.join(rel, name)), None) for name in listing.names if name in TOOLING)
     for action in actions:
         if action.kind != "command" or not action.command:
             continue

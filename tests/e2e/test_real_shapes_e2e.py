@@ -1,7 +1,8 @@
 """End to end: shapes of real sessions, made by the real Codex CLI, verified as real sessions need.
 
-Six scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
-``scenarios/dirty_start_diff``, ``scenarios/dirty_start_status``, ``scenarios/shell_edit_between_patches``), each run with every CLI
+Seven scenarios (``scenarios/real_shapes``, ``scenarios/dirty_start``, ``scenarios/dirty_start_read``,
+``scenarios/dirty_start_diff``, ``scenarios/dirty_start_status``, ``scenarios/shell_edit_between_patches``,
+``scenarios/empty_start``), each run with every CLI
 generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.0: ``shell``, and
 ``apply_patch`` through it), then ingested, segmented and verified with bwrap:
 
@@ -24,6 +25,9 @@ generation installed (0.171.0: ``exec_command``, freeform ``apply_patch``; 0.45.
 * ``shell_edit_between_patches``: one task changes ``units.py`` with a ``python3`` heredoc, then
   patches it where the heredoc did not: ``validated``, and its TMax bundle reproduces 0 -> 1 (its
   solution's write of the patched file keeps the heredoc's edit).
+* ``empty_start``: a project begun before ``git init`` (the directory emptied, ``.git`` removed, before
+  the CLI runs; the first commit made after it): the agent's ``ls -la`` shows it empty, it writes
+  calc.py and its test, and a second turn fixes them: both tasks start from nothing and validate.
 
 Skips: no Codex CLI (``.ci/install-codex.sh``), no ``node``/``git``/``bwrap``.
 """
@@ -32,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +53,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("bwrap") is None,
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("0.171.0", "0.45.0")
 SCENARIOS = ("real_shapes", "dirty_start", "dirty_start_read", "dirty_start_diff", "dirty_start_status",
-             "shell_edit_between_patches")
+             "shell_edit_between_patches", "empty_start")
 PKG_TEST = "cd pkg && python3 -m unittest -q"
 LIB_TEST = "cd lib && PYTHONPATH=src python3 -m unittest discover -s tests -q"
 SHELL_EDITED = "lib/src/units.py"
@@ -87,6 +92,20 @@ def _write_over(files: dict[str, str]):
     return prepare
 
 
+def _emptied(repo: Path) -> None:
+    """Leave ``repo`` an empty directory that is no git repository: a project not yet begun."""
+    for entry in repo.iterdir():
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+def _first_commit(repo: Path) -> None:
+    """The project's first commit, made after the session: what it left, as its author commits it."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
+           "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid"}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "first commit"]):
+        subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True)
+
+
 def _check_exits(store: Path, scenario: dict, gen: Verified) -> None:
     """Each scripted command exited as the scenario says, as ingested (the shell edit too)."""
     calls = query(store, "SELECT command, exit_code FROM tool_calls WHERE command IS NOT NULL "
@@ -111,11 +130,14 @@ def _generate(name: str, version: str, workdir: Path) -> Verified:
         if shutil.which(tool) is None:
             pytest.skip(f"`{tool}` is not on PATH")
     scenario, files, _ = drv.load_scenario(name, {})
-    prepare = _write_over(_uncommitted(name)) if name.startswith("dirty_start") else None
+    prepare = _write_over(_uncommitted(name)) if name.startswith("dirty_start") else \
+        _emptied if name == "empty_start" else None
     run = drv.run_scenario(binary, scenario, files, workdir, turn_timeout_s=240, prepare=prepare)
     gen = Verified(name, version, run, workdir / "store")
     if not run.ok or len(run.turns) != len(scenario["turns"]) or not run.session_files:
         pytest.fail(f"the Codex CLI did not complete the scenario{gen.context()}", pytrace=False)
+    if name == "empty_start":
+        _first_commit(run.repo)
     ingest(IngestConfig(paths=(run.codex_home / "sessions",), store=gen.store, jobs=1))
     _check_exits(gen.store, scenario, gen)
     segment(SegmentConfig(store=gen.store))
@@ -167,6 +189,11 @@ def dirty_status(version, tmp_path_factory) -> Verified:
 @pytest.fixture(scope="module")
 def between(version, tmp_path_factory) -> Verified:
     return generated("shell_edit_between_patches", version, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def empty(version, tmp_path_factory) -> Verified:
+    return generated("empty_start", version, tmp_path_factory)
 
 
 def _tasks(store: Path) -> list[dict]:
@@ -310,3 +337,25 @@ def test_a_bundle_whose_task_patched_a_file_after_a_shell_edit_keeps_the_edit_an
     assert (summary.rows, summary.reproduced) == (1, 1), summary  # checked: reward 0 on the seeds, 1 after solve.sh
     solve = (tmp_path / "out" / "tasks" / task["task_id"] / "solution" / "solve.sh").read_text()
     assert "KIB = 1024" in solve and "def mib(n):" in solve, solve  # the patch's write holds both edits
+
+
+# --------------------------------------------------------------------------------------------------
+# empty_start
+# --------------------------------------------------------------------------------------------------
+
+def test_a_project_begun_before_its_first_commit_starts_from_nothing_and_validates(empty):
+    sessions = query(empty.store, "SELECT git_commit FROM sessions")
+    assert sessions and all(s["git_commit"] is None for s in sessions), (sessions, empty.context())
+    listing = query(empty.store, "SELECT seq FROM tool_calls WHERE command LIKE '%ls -la%'")
+    assert listing, empty.context()
+    tasks = _tasks(empty.store)
+    assert [t["index"] for t in tasks] == [0, 1], tasks
+    for task in tasks:
+        assert task["rebuilt"], (task, empty.context())
+        assert "started from nothing, as its `ls` at seq" in task["reason"], task
+        assert "holding nothing; the repository's first commit" in task["reason"], task
+    row = _test_command(empty.store, tasks[1]["task_id"], "python3 -m unittest -q")
+    assert row["fail_to_pass"] and row["status"] == "validated", (row, empty.context())
+    assert (row["before_exit_code"], row["after_exit_code"]) == (1, 0), row
+    written = [c for c in _candidates(empty.store, tasks[0]["task_id"]) if c["kind"] == "file_diff"]
+    assert written and {c["status"] for c in written} == {"validated"}, written

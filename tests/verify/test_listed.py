@@ -95,3 +95,16 @@ def test_a_commit_the_author_made_during_the_session_is_the_start_git_status_ask
     assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated", verdicts(store, b)
     reason = query(store, "SELECT reason FROM verified v JOIN tasks t USING (task_id) WHERE t.index = 0")[0]["reason"]
     assert reason.startswith(f"started from later commit {during[:12]}") and "helper.py" in reason, reason
+
+
+def test_a_planning_artifact_git_status_listed_is_noted_not_refused(tmp_path):
+    """BMAD's ``_bmad-output/`` holds planning documents (``sprint-status.yaml``), which no test runs."""
+    repo = tmp_path / "work" / "planning"
+    commit = calc_repo(repo, {"_bmad-output/implementation-artifacts/sprint-status.yaml": "story-1: ready\n"})
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add")
+         .run("git status --short", 0, " M _bmad-output/implementation-artifacts/sprint-status.yaml\n")
+         .run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    store, _ = verify_sessions(tmp_path, b)
+    assert verdicts(store, b)[(0, "test_command", None)]["status"] == "validated", verdicts(store, b)
+    reason = query(store, "SELECT reason FROM verified")[0]["reason"]
+    assert "are as the commit has them: _bmad-output/implementation-artifacts/sprint-status.yaml" in reason, reason
