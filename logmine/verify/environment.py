@@ -10,7 +10,9 @@ and the ``environments`` row that records how it went.
 Host mode is skipped for ``built`` when it cannot provide what the session used: a virtualenv the
 commands ran from, or a dependency directory the recipe would create (``.venv``, ``node_modules``),
 that the live repository does not have. A way that cannot be provided (offline build, no engine)
-gives its reason to the next; when none is left, every reason is kept and the task's candidates are ``unscored`` with it, never ``fails_after``.
+gives its reason to the next; when none is left, every reason is kept and the task's commands are
+``unscored`` with it, never ``fails_after`` (its file checks, which need no environment, are graded in
+the bare sandbox: ``none``).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from logmine.workspace.edits import (
     rooted,
     without_agent_files,
 )
+from logmine.workspace.empty import EMPTY
 
 # a failure that says the environment lacks something (not that the task's code is wrong)
 # (cargo in the offline sandbox: a crate its registry cache lacks is "no matching package"; dash, which
@@ -142,8 +143,25 @@ def _verify_task(item: TaskInput, options: VerifyOptions) -> TaskOutcome:
         if record.provided is None and lacked is not None:  # no later way at all: this one's verdicts stand
             outcome, record.provided = lacked
         elif record.provided is None:
-            outcome = _all(item, "unscored", "environment not provided: " + "; ".join(record.tried), rebuilt=True)
+            outcome = _files_only(item, state, options, record)
     outcome.environment = record.row(task.task_id, task.seg_gen)
+    return outcome
+
+
+def _files_only(item: TaskInput, state: RebuiltTree, options: VerifyOptions, record: EnvironmentRecord) -> TaskOutcome:
+    """No way provided the environment: the task's file checks need none, so they are graded in the bare
+    sandbox (``none``), and its commands are ``unscored`` with the reason."""
+    why = "environment not provided: " + "; ".join(record.tried)
+    if not any(c.kind == "file_diff" for c in item.candidates):
+        return _all(item, "unscored", why, rebuilt=True)
+    bare = provide("none", record.environment, state.path, state.root, state.live, options.backend)
+    record.provided = replace(bare, reason="the sandbox's own toolchain, for the task's file checks only: the "
+                                           "project's environment was not provided")
+    outcome = _verify_in(item, state, options, record.provided)
+    unscored = {r["verifier_id"]: r for r in _all(item, "unscored", why, rebuilt=True, provided=record.provided).rows}
+    kinds = {c.verifier_id: c.kind for c in item.candidates}
+    outcome.rows = [row if kinds[row["verifier_id"]] == "file_diff" or not outcome.rebuilt else
+                    unscored[row["verifier_id"]] for row in outcome.rows]
     return outcome
 
 
@@ -283,7 +301,7 @@ def _project_file_missing(item: TaskInput, state: RebuiltTree, after: dict[str, 
         found = _NO_PROJECT_FILE.search(after[c.verifier_id].excerpt or "") if after[c.verifier_id].passed is False else None
         path = next((g or "Makefile" for g in found.groups() if g is not None), None) if found else None
         if path and not any(f.may_have_made(path) for f in state.failed_edits):
-            against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
+            against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method, "commit")
             return str(StartDiffered(os.path.relpath(path, state.cwd) if os.path.isabs(path) else path, against,
                                      found_by=f"`{(c.command or '')[:60]}`"))
     return None
@@ -315,7 +333,7 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
     a command of this task that failed and names the file, may have been the edit it expected."""
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
-    against = "commit" if state.method != "ghost_snapshot" else "its snapshot"
+    against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method, "commit")
     if path and not (base / path).exists() and not any(f.may_have_made(path) for f in state.failed_edits):
         for seq, command in failed:  # the session read the file, the replay found none: the author had it
             if name in command and _READS.match(command) and not packaged_classifier().edits_files(command):

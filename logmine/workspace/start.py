@@ -317,7 +317,7 @@ def _from_commit(recipe: StartState, live: Path, dest: Path, root: str, cwd: str
     session's listing ``began`` must show what its directory held (:mod:`.empty`); ``empty_only``: no
     other start is wanted (the earlier sessions' edits to redo recorded no commit)."""
     notes = []
-    commit, method = _start_commit(recipe, live)
+    commit, method = _start_commit(recipe, live, started)
     if empty_only and method != "empty_start":
         raise NotRebuilt("the earlier sessions recorded no commit: their edits make only a start from nothing")
     if method == "empty_start":
@@ -372,7 +372,7 @@ def _copy_plain(local: Path, dest: Path, mask: Mask) -> str:
             f"{len(left_out)} credential file(s) left out)")
 
 
-def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
+def _start_commit(recipe: StartState, live: Path, started: datetime | None = None) -> tuple[str, str]:
     """The commit to export and the recipe used: the ghost snapshot, else the header's commit, else
     (none recorded) the newest commit made before the session began (:func:`_dated_commit`)."""
     if recipe.ghost_commit and _has_commit(live, recipe.ghost_commit):
@@ -395,8 +395,16 @@ def _start_commit(recipe: StartState, live: Path) -> tuple[str, str]:
         what = f"ghost snapshot {recipe.ghost_commit[:12]} nor commit" if recipe.ghost_commit else "commit"
         raise NotRebuilt(f"{'neither ' if recipe.ghost_commit else ''}{what} {commit[:12]} is "
                          f"{'' if recipe.ghost_commit else 'not '}in the repository "
-                         f"at {live} (fetch it, or point --repo-search at a clone that has it)")
+                         f"at {live} (fetch it, or point --repo-search at a clone that has it{_rewritten(live, started)})")
     return commit, "git_commit+patches"
+
+
+def _rewritten(live: Path, started: datetime | None) -> str:
+    """A note when the clone's whole history is newer than the task: rewritten, or made anew."""
+    first = first_commit(live) if started is not None else None
+    if first is None or started is None or first[1].timestamp() <= epoch(started):
+        return ""
+    return f"; the clone's oldest commit ({first[1]:%Y-%m-%d}) is newer than the session: its history was rewritten"
 
 
 def _dated_commit(live: Path, started: str | None, branch: str | None) -> str | None:

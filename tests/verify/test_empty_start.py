@@ -133,3 +133,15 @@ def test_workflow_tooling_a_listing_showed_comes_from_the_repositorys_history(tm
     rows = verdicts(store, b)
     assert rows[(1, "test_command", None)]["status"] == "validated", rows
     assert "1 file(s) of _bmad/ (an agent's workflow tooling" in _notes(store)[1], _notes(store)
+
+
+def test_a_recorded_commit_missing_from_a_clone_whose_history_is_newer_says_it_was_rewritten(tmp_path, monkeypatch):
+    repo, _ = _young_repo(tmp_path, monkeypatch, "rewritten")
+    b = (SessionBuilder(cwd=str(repo), commit="c" * 40).user("Fix add").run("ls", 0, "calc.py\ntest_calc.py\n")
+         .run(TESTS, 1).patch(FIX).run(TESTS, 0).agent("Fixed."))
+    store, _ = verify_sessions(tmp_path, b)
+    reasons = {r["status_reason"] for r in verdicts(store, b).values()}
+    assert len(reasons) == 1 and next(iter(reasons)).startswith(f"commit {'c' * 12} is not in the repository at "), reasons
+    assert next(iter(reasons)).endswith("; the clone's oldest commit (2026-01-02) is newer than the session: its "
+                                        "history was rewritten)"), reasons
+    assert categorize(next(iter(reasons)))[0] == "commit missing from the clone"

@@ -78,3 +78,21 @@ def test_missing_ghost_snapshot_falls_back_to_the_header_commit(tmp_path):
     assert {r["status"] for r in rows} == {"validated"}
     state = query(store, "SELECT reason FROM verified")[0]["reason"]
     assert "ghost snapshot cccccccccccc is not in the clone: header commit" in state
+
+
+def test_without_an_environment_the_file_checks_are_still_graded(tmp_path):
+    """The session ran its tests from a ``.venv`` the clone lacks: host mode cannot provide it, and
+    nothing else is asked for. The task's test stays ``unscored`` with that reason, but its file check
+    needs no environment: graded in the bare sandbox, it validates."""
+    repo = tmp_path / "work" / "venv"
+    commit = calc_repo(repo)
+    venv_tests = ".venv/bin/python -m unittest -q"
+    store = _store(tmp_path, SessionBuilder(cwd=str(repo), commit=commit).user("Fix add")
+                   .run(venv_tests, 1).patch(FIX).run(venv_tests, 0).agent("Fixed."))
+    verify(VerifyConfig(store=store, env_mode="host"))
+    rows = {r["kind"]: r for r in query(store, "SELECT kind, status, status_reason, env_mode FROM verifiers")}
+    assert rows["test_command"]["status"] == "unscored", rows
+    assert rows["test_command"]["status_reason"].startswith("environment not provided: host: "), rows
+    assert (rows["file_diff"]["status"], rows["file_diff"]["env_mode"]) == ("validated", "none"), rows
+    (env,) = query(store, "SELECT mode, mode_reason, notes FROM environments")
+    assert env["mode"] == "none" and "for the task's file checks only" in env["mode_reason"], env
