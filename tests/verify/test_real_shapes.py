@@ -444,3 +444,19 @@ def test_a_test_whose_dependency_the_sandbox_lacks_is_unscored_and_the_file_diff
     from logmine.export.funnel import read_funnel
 
     assert read_funnel(store).candidates.get("unscored") == 1
+
+
+def test_a_file_the_session_read_after_a_script_that_fails_here_made_it_is_no_dirty_start(tmp_path):
+    """The task's own spec-kit-like script made notes.md for the author; here it fails (``git fetch``
+    has no remote): the read that then fails is no sign of a start that differed, and the patch that
+    needs the file is blamed on the script."""
+    repo = tmp_path / "work" / "script"
+    script = "#!/bin/sh\nset -e\ngit fetch origin\nprintf 'draft\\n' > notes.md\n"
+    commit = calc_repo(repo, {"tools/new-notes.sh": script})
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add and start the notes")
+         .run("sh tools/new-notes.sh", 0).run("grep -n draft notes.md", 0, "1:draft\n")
+         .run(TESTS, 1).patch(FIX).patch(NOTES_PATCH).run(TESTS, 0).agent("Done."))
+    store, _ = verify_sessions(tmp_path, b)
+    reasons = {r["status_reason"] for r in verdicts(store, b).values()}
+    assert not any(r and r.startswith("start tree differed") for r in reasons), reasons
+    assert any(r and "after an earlier shell edit failed at replay" in r for r in reasons), reasons
