@@ -32,7 +32,7 @@ from logmine.ingest.records import Event
 from logmine.segment.commands import executed, packaged_classifier, unwrap
 from logmine.segment.gitdiff import Diffed, parse_diff
 from logmine.segment.listing import parse_listing
-from logmine.segment.powershell import as_bash, looks_powershell, posix_file
+from logmine.segment.powershell import as_bash, looks_powershell, posix_file, writes
 from logmine.segment.records import Listed, Listing, Shown, patch_applied
 from logmine.segment.status import parse_status
 from logmine.store import Store, fetch_dicts
@@ -58,7 +58,7 @@ _READ_ONLY = re.compile(
     r"awk|jq|yq|echo|printf|pwd|date|which|type|command|basename|dirname|realpath|readlink|env|printenv|uname|"
     r"whoami|id|sleep|true|false|test|\[|:|apply_patch|applypatch|gh|pg_isready|ps|pgrep|lsof|tsc|eslint|mypy|"
     r"pyright|ruff\s+check|cargo\s+(?:check|clippy|build|metadata|tree)|go\s+(?:vet|build|list)|"
-    r"git\s+(?:status|diff|log|show|branch|rev-parse|ls-files|grep|blame|remote|config|fetch|add|commit|push|tag|"
+    r"git\s+(?:status|diff|log|show|branch|rev-parse|ls-files|ls-tree|cat-file|grep|blame|remote|config|fetch|add|commit|push|tag|"
     r"describe|shortlog|worktree\s+list)|(?:npm|pnpm|yarn|bun)\s+(?:ls|list|view|info|outdated|why|config\s+get|"
     r"(?:run\s+)?(?:lint|type-?check|typecheck|check|build|tsc))|pip[0-9.]*\s+(?:list|show|freeze)|"
     r"(?:python[0-9.]*|node)\s+--version|export|unset|set|(?:source|\.)\s+\S*bin/activate(?:\.\w+)?)(?:\s|$)")
@@ -271,6 +271,32 @@ def _listing(command: str, output: str, where: str, seq: int) -> Listing | None:
     return parse_listing(unwrapped.command, body, os.path.join(where, unwrapped.cd or "."), seq)
 
 
+# PowerShell that only reads: cmdlets of these verbs, keywords, expressions and assignments of them
+_PS_READ = re.compile(r"^(?:(?:Get|Select|Test|Measure|Sort|Where|ForEach|Format|Resolve|Split|Join|ConvertFrom|"
+                      r"ConvertTo|Group|Compare)-[A-Za-z]+|Write-(?:Output|Host|Verbose)|Out-(?:String|Host|Null))$", re.I)
+_PS_KEYWORDS = frozenset({"if", "elseif", "else", "foreach", "for", "while", "return", "try", "catch", "finally"})
+_PS_ASSIGN = re.compile(r"^\$[\w:]+\s*[+]?=\s*")
+_PS_QUOTED = re.compile(r"@'.*?'@|@\".*?\"@|'(?:[^']|'')*'|\"(?:[^\"`]|`.)*\"", re.S)  # strings are data
+
+
+def _powershell_reads(command: str) -> bool:
+    """Does a PowerShell command that is not translated to bash only read (``if (Test-Path $p) {
+    Get-Content -Raw $p }``, ``$c = git log --format=%H``, ``Get-ChildItem x | ForEach-Object {
+    $_.Name }``)? No writing cmdlet, redirection or script, and each statement a reading cmdlet, a
+    keyword, an expression, or a program known to read (:data:`_READ_ONLY`). Anything else — a word
+    inside a string split off included — may change files."""
+    if writes(command):
+        return False
+    for statement in re.split(r"[;|{}()\n]", _PS_QUOTED.sub("''", command)):
+        text = _PS_ASSIGN.sub("", statement.strip())
+        head = text.split(maxsplit=1)[0] if text else ""
+        if not head or head[0] in "$'\"[@-+.,!=<>" or head.lower() in _PS_KEYWORDS or head.isdigit() \
+                or _PS_READ.match(head) or head.lower() in ("rg", "git") and _READ_ONLY.match(text):
+            continue
+        return False
+    return True
+
+
 def changes_nothing(command: str) -> bool:
     """Does ``command`` only read or run tests (``sed -n``, ``rg``, ``git status``, ``pnpm test``),
     changing no file of the work tree? Anything not known to (a script, a build, an install) may."""
@@ -286,7 +312,7 @@ def _edits(command: str) -> tuple[bool, bool]:
         return False, False
     bash = as_bash(command)  # a Windows session's PowerShell: judged as the bash it replays as
     if bash is None:
-        return True, True
+        return (False, False) if _powershell_reads(command) else (True, True)
     command = bash
     classifier = packaged_classifier()
     named = classifier.edits_files(command) and not classifier.is_test(command)
@@ -325,7 +351,7 @@ class SessionStep:
         listing = _listing(command, output or "", where, seq) if shows and not reads else None
         edits, every = _edits(command)
         bash = as_bash(command)
-        only = bash is not None and all(_READ_ONLY.match(part) for part in executed(bash))
+        only = all(_READ_ONLY.match(part) for part in executed(bash)) if bash is not None else _powershell_reads(command)
         return cls(seq, reads, named=command if edits and not every else None, every=every, diffs=diffs,
                    listed=listed, listing=listing, only_reads=only)
 

@@ -148,3 +148,17 @@ def test_each_command_of_a_line_counts_and_a_patch_body_is_no_command():
     assert SessionReads([_read(0, "cat old.txt", "o\n"), named]).at(5) == ()  # the file it names may have changed
     patch = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n-x\n+black --fix && npm ci\n*** End Patch\nEOF"
     assert _text([_read(1, patch, ""), _read(2, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}
+
+
+def test_powershell_that_only_reads_leaves_every_file_as_it_was():
+    """A Windows session's PowerShell that is not translated to bash is judged statement by statement:
+    reading cmdlets, keywords, expressions and reading programs change nothing; a writing cmdlet, an
+    install or a script may change anything."""
+    for command in ("$p = 'a/b.md'; if (Test-Path $p) { Write-Output 'EXISTS'; Get-Content -Raw $p } else { 'NO' }",
+                    "Get-ChildItem 'src' -File | ForEach-Object { $_.Name }",
+                    "rg -n \"auth|oauth (x)\" apps | Select-Object -First 20",
+                    "$c = git log --format=%H -- a.ts; foreach ($h in $c) { $t = git show \"$h`:a.ts\" 2>$null }"):
+        assert _text([_read(1, command, ""), _read(2, "cat g.txt", "g\n")]) == {f"{CWD}/g.txt": "g\n"}, command
+    for command in ("npm install; Get-ChildItem", "Get-ChildItem | Remove-Item", "node gen.js | Select-Object -First 3",
+                    "$x = 1; Set-Content -Path g.txt -Value $x", "git checkout main; Get-ChildItem x | Out-String"):
+        assert _text([_read(1, command, ""), _read(2, "cat g.txt", "g\n")]) == {}, command
