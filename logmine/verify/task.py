@@ -301,7 +301,7 @@ def _project_file_missing(item: TaskInput, state: RebuiltTree, after: dict[str, 
         found = _NO_PROJECT_FILE.search(after[c.verifier_id].excerpt or "") if after[c.verifier_id].passed is False else None
         path = next((g or "Makefile" for g in found.groups() if g is not None), None) if found else None
         if path and not any(f.may_have_made(path) for f in state.failed_edits):
-            against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method, "commit")
+            against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
             return str(StartDiffered(os.path.relpath(path, state.cwd) if os.path.isabs(path) else path, against,
                                      found_by=f"`{(c.command or '')[:60]}`"))
     return None
@@ -333,7 +333,7 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
     a command of this task that failed and names the file, may have been the edit it expected."""
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
-    against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method, "commit")
+    against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
     made = [seq for seq, command in failed if path and not _READS.match(command)
             and FailedEdit(seq, "", command).may_have_made(path)]
     if path and not (base / path).exists() and not any(f.may_have_made(path) for f in state.failed_edits):

@@ -273,7 +273,7 @@ def _redo_in_sandbox(prior: Sequence[Action], tree: Path, root: str, cwd: str, b
             else:
                 workdir = action.workdir if within(action.workdir, root) else cwd
                 if action.failed is False:
-                    _make_parents(action.command or "", workdir, root, Path(box.workspace))
+                    _make_parents(action.command or "", workdir or cwd, root, Path(box.workspace))
                 result = box.run(action.command, cwd=workdir)
                 if action.failed_again(result.exit_code, result.error):
                     failed.append(FailedEdit(action.seq, _why(result), action.command or ""))

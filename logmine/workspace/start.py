@@ -383,8 +383,9 @@ def _start_commit(recipe: StartState, live: Path, started: datetime | None = Non
             raise NotRebuilt(f"ghost snapshot {recipe.ghost_commit[:12]} is not in the repository at {live} "
                              "and the session recorded no commit to fall back to")
         dated = _dated_commit(live, recipe.session_started, recipe.repo.git_branch)
-        first = first_commit(live) if dated is None and recipe.session_started else None
-        if first is not None and first[1].timestamp() > epoch(datetime.fromisoformat(recipe.session_started)):
+        began = recipe.session_started
+        first = first_commit(live) if dated is None and began else None
+        if first is not None and began and first[1].timestamp() > epoch(datetime.fromisoformat(began)):
             return first[0], "empty_start"
         if dated is None:
             raise NotRebuilt("no commit recorded for the session" + (
