@@ -44,7 +44,17 @@ def _last_task(store: Store, source_path: str, calls_by_file: dict[str, dict] | 
     return load_task(store, last[0], calls_by_file) if last else None
 
 
-def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
+def _session_edits(store: Store, source_path: str, calls_by_file: dict[str, dict] | None) -> tuple[Action, ...]:
+    """A session's edits, in order: its last task's earlier work and that task's own patches and
+    file-editing commands."""
+    item = _last_task(store, source_path, calls_by_file)
+    if item is None:
+        return ()
+    own = [a for a in item.actions if a.kind == "patch" or (a.command and packaged_classifier().redone(a.command))]
+    return (*item.prior, *own)
+
+
+def earlier_edits(store: Store, task: Task, cache: dict,
                   calls_by_file: dict[str, dict] | None = None) -> Chain | None:
     """The edits of the sessions before ``task``'s that recorded its commit in its cwd, oldest first
     (None when they made none); ``cache`` keeps them per session file across the tasks of one run."""
@@ -55,12 +65,11 @@ def earlier_edits(store: Store, task: Task, cache: dict[str, Chain | None],
     branches: list[str | None] = []
     rows = fetch_dicts(store.con.execute(_EARLIER_SQL, [task.source_path]))
     for row in rows[-(MAX_COMMITLESS if rows and rows[0]["commitless"] else MAX_SESSIONS):]:
-        item = _last_task(store, row["source_path"], calls_by_file)
-        if item is None:
-            continue
-        own = [a for a in item.actions if a.kind == "patch" or (a.command and packaged_classifier().redone(a.command))]
-        if item.prior or own:
-            edits += [*item.prior, *own]
+        key = ("edits", row["source_path"])  # each earlier session read once per run, however many follow it
+        if key not in cache:
+            cache[key] = _session_edits(store, row["source_path"], calls_by_file)
+        if cache[key]:
+            edits += cache[key]
             sessions.append(row["session_id"] or row["source_path"])
             branches.append(row["git_branch"])
     cache[task.source_path] = Chain(tuple(edits), tuple(sessions), branches[0], rows[0]["commitless"]) if edits else None
