@@ -56,7 +56,8 @@ class FailedEdit:
         not applying? Yes when it names the file or its top folder, or runs a script of the project
         (a script may write anything); an install or a build of other files does not explain it."""
         name, top = os.path.basename(path), path.split("/")[0]
-        return name in self.command or top in self.command or bool(_RUNS_SCRIPT.search(self.command))
+        script = bool(_RUNS_SCRIPT.search(_CHECKS_ONLY.sub(" ", self.command)))
+        return name in self.command or top in self.command or script
 
     def missing_script(self) -> str | None:
         """The project script (a relative path) the command ran that the replayed tree lacks, else
@@ -69,6 +70,10 @@ class FailedEdit:
 #: How bash says a script it was told to run is not there: ``exit 127: bash: line 1: ./x.sh: No such …``.
 _NO_SCRIPT = re.compile(r"^exit 12[67]: (?:\S+: )?(?:line \d+: )?(?P<path>(?!/)[\w.-]*/[\w./-]+): No such file or directory$")
 
+
+#: Scripts of an agent's workflow kit known to write nothing: spec-kit's ``check-prerequisites`` only
+#: checks that the feature's documents exist and prints their paths (its failure at replay is no edit).
+_CHECKS_ONLY = re.compile(r"\S*check-prerequisites\.(?:sh|ps1)\b")
 
 #: A command that runs a script of the project: ``./x``, ``.specify/scripts/…``, ``python x.py``,
 #: ``npm run …``/``pnpm exec …``/``npx``.

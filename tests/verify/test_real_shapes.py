@@ -460,3 +460,19 @@ def test_a_file_the_session_read_after_a_script_that_fails_here_made_it_is_no_di
     reasons = {r["status_reason"] for r in verdicts(store, b).values()}
     assert not any(r and r.startswith("start tree differed") for r in reasons), reasons
     assert any(r and "after an earlier shell edit failed at replay" in r for r in reasons), reasons
+
+
+def test_a_failed_check_script_explains_no_missing_file(tmp_path):
+    """Spec-kit's ``check-prerequisites.sh`` only checks and prints: its failure at replay made no file,
+    so the file the session then read and the replay lacks still shows a start that differed."""
+    repo = tmp_path / "work" / "checks"
+    script = "#!/bin/sh\nset -e\ngit fetch origin\necho '{}'\n"
+    commit = calc_repo(repo, {".specify/scripts/bash/check-prerequisites.sh": script})
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add and finish the notes")
+         .run("sh .specify/scripts/bash/check-prerequisites.sh --json", 0, "{}\n")
+         .run("grep -n draft notes.md", 0, "1:draft\n").run(TESTS, 1).patch(FIX).patch(NOTES_PATCH).run(TESTS, 0)
+         .agent("Done."))
+    store, _ = verify_sessions(tmp_path, b)
+    reasons = {r["status_reason"] for r in verdicts(store, b).values()}
+    assert len(reasons) == 1 and reasons.pop().startswith(
+        "start tree differed from commit (first mismatch: notes.md, which the session read at seq"), reasons
