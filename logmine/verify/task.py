@@ -334,12 +334,11 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
     against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
-    made = [seq for seq, command in failed if path and not _READS.match(command)
-            and FailedEdit(seq, "", command).may_have_made(path)]
+    made = [seq for seq, command in failed if path and FailedEdit(seq, "", command).ran_script()]
     if path and not (base / path).exists() and not any(f.may_have_made(path) for f in state.failed_edits):
         for seq, command in failed:  # the session read the file, the replay found none: the author had it
             if name in command and _READS.match(command) and not packaged_classifier().edits_files(command) \
-                    and not any(m < seq for m in made):  # unless a script that failed before it may have made it
+                    and not any(m < seq for m in made):  # unless a project script that failed before may have made it
                 raise StartDiffered(path, against, read_at=seq)
     suspects: list[FailedEdit | str] = [*state.failed_edits, *(f"seq {seq}" for seq, command in failed
                                                                 if seq in made or name and name in command)]

@@ -56,8 +56,11 @@ class FailedEdit:
         not applying? Yes when it names the file or its top folder, or runs a script of the project
         (a script may write anything); an install or a build of other files does not explain it."""
         name, top = os.path.basename(path), path.split("/")[0]
-        script = bool(_RUNS_SCRIPT.search(_CHECKS_ONLY.sub(" ", self.command)))
-        return name in self.command or top in self.command or script
+        return name in self.command or top in self.command or self.ran_script()
+
+    def ran_script(self) -> bool:
+        """Did the command run a script of the project that may write files (not one that only checks)?"""
+        return bool(_RUNS_SCRIPT.search(_CHECKS_ONLY.sub(" ", self.command)))
 
     def missing_script(self) -> str | None:
         """The project script (a relative path) the command ran that the replayed tree lacks, else

@@ -476,3 +476,19 @@ def test_a_failed_check_script_explains_no_missing_file(tmp_path):
     reasons = {r["status_reason"] for r in verdicts(store, b).values()}
     assert len(reasons) == 1 and reasons.pop().startswith(
         "start tree differed from commit (first mismatch: notes.md, which the session read at seq"), reasons
+
+
+def test_a_failed_heredoc_that_names_the_folder_explains_no_missing_file(tmp_path):
+    """A ``python3 - <<'PY'`` that lists a folder fails at replay because the start lacks it: that is the
+    start differing, not an edit that did not replay."""
+    repo = tmp_path / "work" / "heredoc"
+    commit = calc_repo(repo)
+    notes = NOTES_PATCH.replace("notes.md", "docs/notes.md")
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add and finish the notes")
+         .run("python3 - <<'PY'\nimport os\nprint(os.listdir('docs'))\nPY", 0, "['notes.md']\n")
+         .run("grep -n draft docs/notes.md", 0, "1:draft\n").run(TESTS, 1).patch(FIX).patch(notes).run(TESTS, 0)
+         .agent("Done."))
+    store, _ = verify_sessions(tmp_path, b)
+    reasons = {r["status_reason"] for r in verdicts(store, b).values()}
+    assert len(reasons) == 1 and reasons.pop().startswith(
+        "start tree differed from commit (first mismatch: docs/notes.md, which the session read at seq"), reasons
