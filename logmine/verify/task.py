@@ -334,7 +334,9 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
     against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
-    made = [seq for seq, command in failed if path and FailedEdit(seq, "", command).ran_script()]
+    made = [seq for seq, command in failed if path and (FailedEdit(seq, "", command).ran_script() or name in command
+                                                        and packaged_classifier().edits_files(command)
+                                                        and not _READS.match(command))]
     if path and not (base / path).exists() and not any(f.may_have_made(path) for f in state.failed_edits):
         for seq, command in failed:  # the session read the file, the replay found none: the author had it
             if name in command and _READS.match(command) and not packaged_classifier().edits_files(command) \
