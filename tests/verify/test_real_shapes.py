@@ -465,30 +465,27 @@ def test_a_file_the_session_read_after_a_script_that_fails_here_made_it_is_no_di
 def test_a_failed_check_script_explains_no_missing_file(tmp_path):
     """Spec-kit's ``check-prerequisites.sh`` only checks and prints: its failure at replay made no file,
     so the file the session then read and the replay lacks still shows a start that differed."""
-    repo = tmp_path / "work" / "checks"
     script = "#!/bin/sh\nset -e\ngit fetch origin\necho '{}'\n"
-    commit = calc_repo(repo, {".specify/scripts/bash/check-prerequisites.sh": script})
-    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add and finish the notes")
-         .run("sh .specify/scripts/bash/check-prerequisites.sh --json", 0, "{}\n")
-         .run("grep -n draft notes.md", 0, "1:draft\n").run(TESTS, 1).patch(FIX).patch(NOTES_PATCH).run(TESTS, 0)
-         .agent("Done."))
+    _read_after_a_failure(tmp_path, "checks", {".specify/scripts/bash/check-prerequisites.sh": script},
+                          "sh .specify/scripts/bash/check-prerequisites.sh --json", "notes.md")
+
+
+def _read_after_a_failure(tmp_path, name: str, files: dict, failing: str, notes: str) -> None:
+    """``failing`` fails at replay, then the session reads ``notes`` (which the start lacks) and patches
+    it: every candidate is a start that differed, shown by that read."""
+    repo = tmp_path / "work" / name
+    commit = calc_repo(repo, files)
+    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add and finish the notes").run(failing, 0, "\n")
+         .run(f"grep -n draft {notes}", 0, "1:draft\n").run(TESTS, 1).patch(FIX)
+         .patch(NOTES_PATCH.replace("notes.md", notes)).run(TESTS, 0).agent("Done."))
     store, _ = verify_sessions(tmp_path, b)
     reasons = {r["status_reason"] for r in verdicts(store, b).values()}
     assert len(reasons) == 1 and reasons.pop().startswith(
-        "start tree differed from commit (first mismatch: notes.md, which the session read at seq"), reasons
+        f"start tree differed from commit (first mismatch: {notes}, which the session read at seq"), reasons
 
 
 def test_a_failed_heredoc_that_names_the_folder_explains_no_missing_file(tmp_path):
     """A ``python3 - <<'PY'`` that lists a folder fails at replay because the start lacks it: that is the
     start differing, not an edit that did not replay."""
-    repo = tmp_path / "work" / "heredoc"
-    commit = calc_repo(repo)
-    notes = NOTES_PATCH.replace("notes.md", "docs/notes.md")
-    b = (SessionBuilder(cwd=str(repo), commit=commit).user("Fix add and finish the notes")
-         .run("python3 - <<'PY'\nimport os\nprint(os.listdir('docs'))\nPY", 0, "['notes.md']\n")
-         .run("grep -n draft docs/notes.md", 0, "1:draft\n").run(TESTS, 1).patch(FIX).patch(notes).run(TESTS, 0)
-         .agent("Done."))
-    store, _ = verify_sessions(tmp_path, b)
-    reasons = {r["status_reason"] for r in verdicts(store, b).values()}
-    assert len(reasons) == 1 and reasons.pop().startswith(
-        "start tree differed from commit (first mismatch: docs/notes.md, which the session read at seq"), reasons
+    _read_after_a_failure(tmp_path, "heredoc", {}, "python3 - <<'PY'\nimport os\nprint(os.listdir('docs'))\nPY",
+                          "docs/notes.md")
