@@ -301,7 +301,7 @@ def _project_file_missing(item: TaskInput, state: RebuiltTree, after: dict[str, 
         found = _NO_PROJECT_FILE.search(after[c.verifier_id].excerpt or "") if after[c.verifier_id].passed is False else None
         path = next((g or "Makefile" for g in found.groups() if g is not None), None) if found else None
         if path and not any(f.may_have_made(path) for f in state.failed_edits):
-            against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
+            against = _against(state)
             return str(StartDiffered(os.path.relpath(path, state.cwd) if os.path.isabs(path) else path, against,
                                      found_by=f"`{(c.command or '')[:60]}`"))
     return None
@@ -326,6 +326,11 @@ def _open(state: RebuiltTree, options: VerifyOptions, provided: Provided):
 _READS = re.compile(r"^\s*(?:cat|head|tail|sed|nl|wc|grep|rg|ls|stat|less|diff|awk|file)\s")
 
 
+def _against(state: RebuiltTree) -> str:
+    """What a start that differed differed from, in a reason: the commit, the snapshot, or nothing."""
+    return {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
+
+
 def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[tuple[int, str]]) -> None:
     """What a failed patch of the task's own replay shows (:func:`logmine.workspace.edits.explain`): a
     file the patch needs that a reading command of this task (``cat F``) found in the session and the
@@ -333,7 +338,7 @@ def _explain(ops, base: Path, state: RebuiltTree, item: TaskInput, failed: list[
     a command of this task that failed and names the file, may have been the edit it expected."""
     path = failing_path(ops, base)
     name = os.path.basename(path or "")
-    against = {"ghost_snapshot": "its snapshot", "empty_start": EMPTY}.get(state.method or "", "commit")
+    against = _against(state)
     made = [seq for seq, command in failed if path and (FailedEdit(seq, "", command).ran_script() or name in command
                                                         and packaged_classifier().edits_files(command)
                                                         and not _READS.match(command))]
